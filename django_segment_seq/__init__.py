@@ -1,0 +1,26 @@
+"""django-segment-seq: unique sequence numbers from per-process cached ranges."""
+
+from .api import clear_cache, next_value, next_values, sequence_stats
+from .exceptions import (
+    SequenceContention,
+    SequenceError,
+    SequenceExhausted,
+    SequenceMisconfigured,
+    SequenceNotFound,
+    SequenceUnavailable,
+)
+from .fields import SequenceField
+
+__all__ = [
+    "SequenceField",
+    "next_value",
+    "next_values",
+    "sequence_stats",
+    "clear_cache",
+    "SequenceError",
+    "SequenceExhausted",
+    "SequenceContention",
+    "SequenceUnavailable",
+    "SequenceNotFound",
+    "SequenceMisconfigured",
+]

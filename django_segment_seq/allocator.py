@@ -1,0 +1,112 @@
+"""Takes blocks of numbers from the Sequence table with compare-and-set, retried on conflict and on lost connections."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils import timezone
+
+from .conf import app_settings
+from .dbconn import pool
+from .exceptions import SequenceContention, SequenceNotFound, SequenceUnavailable
+from .ranges import Block, Row, next_block
+from .statements import statements_for
+
+# Errors after which a fresh connection and another attempt may succeed.
+TRANSIENT_ERRORS: tuple[type[DatabaseError], ...] = (OperationalError, InterfaceError)
+
+
+@dataclass(slots=True)
+class Allocation:
+    """A block now owned by the caller, with the row's step and what it cost to get."""
+
+    block: Block = Block(0, -1)
+    step: int = 0
+    conflicts: int = 0
+    failures: int = 0
+
+
+def allocate(alias: str, name: str, wanted: int = 1) -> Allocation:
+    """A block of max(step, wanted) numbers, committed on a private connection before it is returned.
+
+    Lost compare-and-sets and transient database errors are retried with jittered back-off; a
+    block that was committed but whose answer was lost is simply never used (a gap, not a repeat).
+    """
+    settings = app_settings()
+    result = Allocation()
+    while True:
+        try:
+            with pool.borrow(alias) as connection:
+                _compare_and_set(connection, alias, name, wanted, settings, result)
+                return result
+        except TRANSIENT_ERRORS as exc:
+            result.failures += 1
+            if result.failures > settings["CONNECTION_RETRIES"]:
+                raise SequenceUnavailable(name, alias, result.failures, exc) from exc
+            backoff(result.failures, settings["MAX_BACKOFF"])
+
+
+def allocate_in_transaction(connection: BaseDatabaseWrapper, alias: str, name: str, wanted: int = 1) -> Allocation:
+    """A block taken inside the caller's own (SQLite) transaction: it commits or rolls back with it."""
+    settings = app_settings()
+    with connection.cursor() as cursor:
+        cursor.execute(statements_for(connection).take_write_lock, [name])
+    result = Allocation()
+    _compare_and_set(connection, alias, name, wanted, settings, result)
+    return result
+
+
+def _compare_and_set(
+    connection: BaseDatabaseWrapper, alias: str, name: str, wanted: int, settings: dict[str, Any], result: Allocation
+) -> None:
+    sql = statements_for(connection)
+    with connection.cursor() as cursor:
+        while True:
+            row = _read_row(cursor, sql.select_row, name)
+            if row is None:
+                _create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
+                continue
+            block = next_block(name, row, wanted)
+            now = connection.ops.adapt_datetimefield_value(timezone.now())
+            cursor.execute(sql.compare_and_set, [block.last, now, name, row.value])
+            if cursor.rowcount == 1:
+                result.block, result.step = block, row.step
+                return
+            result.conflicts += 1
+            if result.conflicts > settings["MAX_RETRIES"]:
+                raise SequenceContention(name, result.conflicts)
+            backoff(result.conflicts, settings["MAX_BACKOFF"])
+
+
+def _read_row(cursor: Any, select_row: str, name: str) -> Row | None:
+    cursor.execute(select_row, [name])
+    found = cursor.fetchone()
+    if found is None:
+        return None
+    value, step, min_value, max_value, cycle = found
+    return Row(int(value), int(step), int(min_value), int(max_value), bool(cycle))
+
+
+def _create_row(
+    connection: BaseDatabaseWrapper, cursor: Any, insert: str, alias: str, name: str, settings: dict[str, Any]
+) -> None:
+    from .models import Sequence
+
+    if not settings["CREATE_ON_FIRST_USE"]:
+        raise SequenceNotFound(name, alias)
+    field = Sequence._meta.get_field
+    min_value = field("min_value").default
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    cursor.execute(
+        insert, [name, min_value - 1, settings["DEFAULT_STEP"], min_value, field("max_value").default, False, now, now]
+    )
+
+
+def backoff(attempt: int, ceiling: float) -> None:
+    """Sleep a random time that grows with the attempt, so contenders spread out instead of colliding again."""
+    time.sleep(random.uniform(0, min(ceiling, 0.001 * 2 ** min(attempt, 12))))

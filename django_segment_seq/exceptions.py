@@ -1,0 +1,78 @@
+"""Errors the app raises, all under SequenceError so callers can catch one name."""
+
+from __future__ import annotations
+
+__all__ = [
+    "SequenceError",
+    "SequenceExhausted",
+    "SequenceContention",
+    "SequenceUnavailable",
+    "SequenceNotFound",
+    "SequenceMisconfigured",
+]
+
+
+class SequenceError(Exception):
+    """Base class: something stopped a number from being handed out; none was."""
+
+
+class SequenceExhausted(SequenceError):
+    """The sequence reached max_value and cycle is off, so handing out more would repeat or overflow."""
+
+    def __init__(self, name: str, max_value: int, *, wanted: int = 1, left: int = 0) -> None:
+        self.name = name
+        self.max_value = max_value
+        if wanted > 1 and left > 0:
+            detail = f"{wanted} contiguous numbers were asked for but only {left} remain before max_value {max_value}"
+        else:
+            detail = f"it reached its max_value {max_value}"
+        super().__init__(
+            f"Sequence {name!r} is exhausted: {detail} and cycle is off. "
+            "Raise max_value or turn on cycle (cycling repeats numbers)."
+        )
+
+
+class SequenceContention(SequenceError):
+    """Every compare-and-set attempt lost to another process; raise MAX_RETRIES or the step."""
+
+    def __init__(self, name: str, attempts: int) -> None:
+        self.name = name
+        self.attempts = attempts
+        super().__init__(
+            f"Sequence {name!r}: gave up after {attempts} conflicting compare-and-set attempts "
+            "(other processes kept taking ranges first). Raise SEGMENT_SEQ['MAX_RETRIES'] or the sequence's step."
+        )
+
+
+class SequenceUnavailable(SequenceError):
+    """The database kept failing (lost connection, lock timeout) until the retry budget ran out."""
+
+    def __init__(self, name: str, alias: str, attempts: int, error: BaseException) -> None:
+        self.name = name
+        self.alias = alias
+        self.attempts = attempts
+        super().__init__(
+            f"Sequence {name!r}: database {alias!r} failed {attempts} times in a row, last with: {error}"
+        )
+
+
+class SequenceNotFound(SequenceError):
+    """The row is missing and SEGMENT_SEQ['CREATE_ON_FIRST_USE'] forbids creating it."""
+
+    def __init__(self, name: str, alias: str) -> None:
+        self.name = name
+        self.alias = alias
+        super().__init__(
+            f"Sequence {name!r} does not exist in database {alias!r} and "
+            "SEGMENT_SEQ['CREATE_ON_FIRST_USE'] is False: create it first "
+            f"(admin, or Sequence.objects.create(name={name!r}))."
+        )
+
+
+class SequenceMisconfigured(SequenceError):
+    """The stored row breaks its own limits (written around validation), so no safe range exists."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        self.name = name
+        self.problem = problem
+        super().__init__(f"Sequence {name!r} is misconfigured: {problem}")

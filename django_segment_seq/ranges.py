@@ -1,0 +1,67 @@
+"""Pure arithmetic of the next block after a stored value: limits, wrap-around and exhaustion."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .exceptions import SequenceExhausted, SequenceMisconfigured
+
+BIGINT_MIN = -(2**63)
+BIGINT_MAX = 2**63 - 1
+
+
+class Row(NamedTuple):
+    """The columns of a Sequence row that decide the next block."""
+
+    value: int
+    step: int
+    min_value: int
+    max_value: int
+    cycle: bool
+
+
+class Block(NamedTuple):
+    """An inclusive block of numbers [first, last] that now belongs to one caller."""
+
+    first: int
+    last: int
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+
+def check_row(name: str, row: Row) -> None:
+    """Refuse rows whose limits contradict each other, whatever wrote them."""
+    if row.step < 1:
+        raise SequenceMisconfigured(name, f"step is {row.step}, it must be at least 1")
+    if row.min_value > row.max_value:
+        raise SequenceMisconfigured(
+            name, f"min_value {row.min_value} is greater than max_value {row.max_value}"
+        )
+    if row.min_value <= BIGINT_MIN:
+        raise SequenceMisconfigured(name, f"min_value must be greater than {BIGINT_MIN}")
+
+
+def next_block(name: str, row: Row, wanted: int = 1) -> Block:
+    """The block after row.value of max(step, wanted) numbers, never crossing max_value.
+
+    At least `wanted` numbers are guaranteed; a shorter step-sized block is allowed only at the
+    top of the range. Past max_value the block wraps to min_value when cycle is on.
+    """
+    if wanted < 1:
+        raise ValueError(f"Sequence {name!r}: the count must be at least 1, not {wanted}")
+    check_row(name, row)
+    size = max(row.step, wanted)
+    first = max(row.value + 1, row.min_value)
+    left = row.max_value - first + 1
+    if left < wanted:
+        if not row.cycle:
+            raise SequenceExhausted(name, row.max_value, wanted=wanted, left=max(left, 0))
+        span = row.max_value - row.min_value + 1
+        if span < wanted:
+            raise SequenceMisconfigured(
+                name, f"{wanted} contiguous numbers were asked for but the whole range holds {span}"
+            )
+        first = row.min_value
+    return Block(first, min(first + size - 1, row.max_value))

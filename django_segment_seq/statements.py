@@ -1,0 +1,68 @@
+"""Every SQL statement the allocator sends, per database vendor, in one place.
+
+Placeholders in braces are quoted table and column names, filled in once per connection vendor.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+SELECT_ROW = "SELECT {value}, {step}, {min_value}, {max_value}, {cycle} FROM {table} WHERE {name} = %s"
+
+# The compare-and-set: it changes the row only if nobody moved `value` since we read it.
+COMPARE_AND_SET = "UPDATE {table} SET {value} = %s, {modified} = %s WHERE {name} = %s AND {value} = %s"
+
+# A write that changes nothing, sent first inside a caller's SQLite transaction to take the write lock
+# before reading, so the read cannot go stale before the compare-and-set.
+TAKE_WRITE_LOCK = "UPDATE {table} SET {value} = {value} WHERE {name} = %s"
+
+_INSERT = (
+    "INSERT INTO {table} ({name}, {value}, {step}, {min_value}, {max_value}, {cycle}, {created}, {modified}) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+)
+
+# Creation on first use: many processes may try at once; all but one must quietly find the row there.
+INSERT_IF_MISSING = {
+    "postgresql": _INSERT + " ON CONFLICT ({name}) DO NOTHING",
+    "sqlite": _INSERT + " ON CONFLICT ({name}) DO NOTHING",
+    "mysql": _INSERT + " ON DUPLICATE KEY UPDATE {name} = {name}",
+}
+
+
+class Statements(NamedTuple):
+    select_row: str
+    compare_and_set: str
+    take_write_lock: str
+    insert_if_missing: str
+
+
+@lru_cache(maxsize=None)
+def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> Statements:
+    names = dict(quote)
+    try:
+        insert = INSERT_IF_MISSING[vendor]
+    except KeyError:
+        raise NotImplementedError(
+            f"django-segment-seq supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}."
+        ) from None
+    return Statements(
+        SELECT_ROW.format(**names),
+        COMPARE_AND_SET.format(**names),
+        TAKE_WRITE_LOCK.format(**names),
+        insert.format(**names),
+    )
+
+
+def statements_for(connection: BaseDatabaseWrapper) -> Statements:
+    """The statements for this connection's vendor, with names quoted its way."""
+    from .models import Sequence
+
+    opts = Sequence._meta
+    quote = connection.ops.quote_name
+    names = {"table": quote(opts.db_table)}
+    for field in ("name", "value", "step", "min_value", "max_value", "cycle", "created", "modified"):
+        names[field] = quote(opts.get_field(field).column)
+    return _for_vendor(connection.vendor, tuple(sorted(names.items())))
