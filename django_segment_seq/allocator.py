@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,24 +33,43 @@ class Allocation:
     failures: int = 0
 
 
-def allocate(alias: str, name: str, wanted: int = 1) -> Allocation:
+def allocate(alias: str, name: str, wanted: int = 1, *, sqlite_lock_wait: float | None = None) -> Allocation:
     """A block of max(step, wanted) numbers, committed on a private connection before it is returned.
 
     Lost compare-and-sets and transient database errors are retried with jittered back-off; a
     block that was committed but whose answer was lost is simply never used (a gap, not a repeat).
+    With `sqlite_lock_wait`, SQLite's lock is waited for that many seconds once, without retries.
     """
     settings = app_settings()
+    retries = settings["CONNECTION_RETRIES"] if sqlite_lock_wait is None else 0
     result = Allocation()
     while True:
         try:
             with pool.borrow(alias) as connection:
-                _compare_and_set(connection, alias, name, wanted, settings, result)
+                if sqlite_lock_wait is None:
+                    _compare_and_set(connection, alias, name, wanted, settings, result)
+                else:
+                    with _sqlite_busy_timeout(connection, sqlite_lock_wait):
+                        _compare_and_set(connection, alias, name, wanted, settings, result)
                 return result
         except TRANSIENT_ERRORS as exc:
             result.failures += 1
-            if result.failures > settings["CONNECTION_RETRIES"]:
+            if result.failures > retries:
                 raise SequenceUnavailable(name, alias, result.failures, exc) from exc
             backoff(result.failures, settings["MAX_BACKOFF"])
+
+
+@contextmanager
+def _sqlite_busy_timeout(connection: BaseDatabaseWrapper, seconds: float) -> Iterator[None]:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout")
+        (previous,) = cursor.fetchone()
+        cursor.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {int(previous)}")
 
 
 def allocate_in_transaction(connection: BaseDatabaseWrapper, alias: str, name: str, wanted: int = 1) -> Allocation:

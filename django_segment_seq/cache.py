@@ -17,9 +17,12 @@ from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .allocator import Allocation, allocate, allocate_in_transaction
+from .exceptions import SequenceUnavailable
 
 # How long a caller inside a SQLite transaction waits for a thread that may be blocked on its write lock.
 SQLITE_SLOT_WAIT = 0.05
+# How long it waits for SQLite's write lock on a private connection before concluding that it holds it itself.
+SQLITE_LOCK_WAIT = 0.1
 
 
 @dataclass(slots=True)
@@ -31,6 +34,8 @@ class SequenceStats:
     retries: int = 0
     failures: int = 0
     step: int = 0
+    # SQLite only: blocks taken inside the caller's transaction because it held the write lock.
+    fetched_in_caller_transaction: int = 0
 
 
 class _Slot:
@@ -136,9 +141,9 @@ class RangeCache:
         with self._guard:
             return self._slots.setdefault((alias, name), _Slot(alias, name, on_sqlite))
 
-    def _refill(self, slot: _Slot, wanted: int) -> range:
+    def _refill(self, slot: _Slot, wanted: int, sqlite_lock_wait: float | None = None) -> range:
         """A new block of max(step, wanted); returns its first `wanted` numbers' span and caches the rest."""
-        allocation = allocate(slot.alias, slot.name, wanted)
+        allocation = allocate(slot.alias, slot.name, wanted, sqlite_lock_wait=sqlite_lock_wait)
         slot.record(allocation)
         block = allocation.block
         if block.size > wanted or slot.next > slot.last:
@@ -157,12 +162,17 @@ class RangeCache:
         if not _in_sqlite_transaction(connection):
             with slot.lock:
                 return self._take_locked(slot, count)
-        # The caller's transaction may hold SQLite's only write lock: a private connection would wait
-        # for it forever. Use committed numbers if they are at hand, else allocate inside the transaction.
+        # The caller's transaction may hold SQLite's only write lock, which a private connection would
+        # wait for forever. Try one briefly; if it cannot write, allocate inside the caller's transaction.
         if slot.lock.acquire(timeout=SQLITE_SLOT_WAIT):
             try:
                 if slot.remaining() >= count:
                     return slot.hand_out(count)
+                numbers = self._refill(slot, count, sqlite_lock_wait=SQLITE_LOCK_WAIT)
+                slot.stats.handed_out += count
+                return numbers
+            except SequenceUnavailable:
+                pass
             finally:
                 slot.lock.release()
         return self._take_in_transaction(connection, slot, count)
@@ -178,6 +188,7 @@ class RangeCache:
             return range(first, first + count)
         allocation = allocate_in_transaction(connection, slot.alias, slot.name, count)
         slot.record(allocation)
+        slot.stats.fetched_in_caller_transaction += 1
         slot.stats.handed_out += count
         first = allocation.block.first
         if not connection.in_atomic_block:

@@ -10,6 +10,11 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 
+def filled_at_save() -> None:
+    """The default of a primary-key SequenceField: nothing until save() takes a number."""
+    return None
+
+
 class SequenceField(models.BigIntegerField):
     """A BigIntegerField whose value, when left empty, is taken from a sequence at INSERT time.
 
@@ -21,6 +26,9 @@ class SequenceField(models.BigIntegerField):
     def __init__(self, sequence_name: str, *args: Any, **kwargs: Any) -> None:
         self.sequence_name = sequence_name
         kwargs.setdefault("blank", True)
+        if kwargs.get("primary_key") and "default" not in kwargs:
+            # A primary key with a default makes save() INSERT at once instead of trying an UPDATE first.
+            kwargs["default"] = filled_at_save
         super().__init__(*args, **kwargs)
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
@@ -29,8 +37,16 @@ class SequenceField(models.BigIntegerField):
             del kwargs["blank"]
         else:
             kwargs["blank"] = False
+        if kwargs.get("default") is filled_at_save:
+            del kwargs["default"]
         kwargs["sequence_name"] = self.sequence_name
         return name, "django_segment_seq.fields.SequenceField", args, kwargs
+
+    def get_pk_value_on_save(self, instance: models.Model) -> int:
+        """Number a new primary key before Django decides between INSERT and UPDATE, and before bulk_create."""
+        from .api import next_value
+
+        return next_value(self.sequence_name)
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
         value = getattr(model_instance, self.attname)

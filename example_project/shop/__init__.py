@@ -1,0 +1,1 @@
+"""The shop app: orders and receipts numbered from django-segment-seq sequences."""

@@ -1,0 +1,1 @@
+"""The shop app's management commands: `demo`."""

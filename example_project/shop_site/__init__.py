@@ -1,0 +1,1 @@
+"""The example project's site package: settings and URLs."""

@@ -1,0 +1,93 @@
+"""Shared fixtures: the backend under test, worker processes against the test database, and uniqueness checks."""
+
+from __future__ import annotations
+
+import collections
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from django_segment_seq import clear_cache
+from django_segment_seq.dbconn import pool
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    db = settings.DATABASES["default"]
+    return f"django-segment-seq backend: {settings.BACKEND} ({db['ENGINE']})"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_private_connections(django_db_setup, django_db_blocker):
+    """The allocator's own connections must be closed before the test database is dropped."""
+    yield
+    pool.close_all()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Tables are flushed between tests, so cached ranges must go too."""
+    clear_cache()
+    yield
+    clear_cache()
+
+
+@pytest.fixture
+def backend() -> str:
+    return settings.BACKEND
+
+
+def assert_unique(numbers: Iterable[int], expected_count: int | None = None) -> list[int]:
+    """Fail with the repeated numbers named, so a duplicate is never lost in a length comparison."""
+    numbers = list(numbers)
+    repeated = [n for n, times in collections.Counter(numbers).items() if times > 1]
+    assert not repeated, f"{len(repeated)} numbers handed out more than once, e.g. {sorted(repeated)[:10]}"
+    if expected_count is not None:
+        assert len(numbers) == expected_count
+    return numbers
+
+
+def worker_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.settings",
+        SEGMENT_SEQ_TEST_DB=settings.BACKEND,
+        SEGMENT_SEQ_TEST_DB_NAME=str(connection.settings_dict["NAME"]),
+        PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+    )
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def run_workers(transactional_db, tmp_path) -> Callable[..., list[list[int]]]:
+    """Start one process per job (mode, name, count) at once; return what each handed out."""
+
+    def run(jobs: list[tuple[str, str, int]], timeout: float = 300, **env: str) -> list[list[int]]:
+        outs = [tmp_path / f"worker{i}.txt" for i in range(len(jobs))]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.workers", mode, name, str(count), str(out)],
+                cwd=ROOT,
+                env=worker_env(**env),
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for (mode, name, count), out in zip(jobs, outs)
+        ]
+        for proc in procs:
+            _, err = proc.communicate(timeout=timeout)
+            assert proc.returncode == 0, f"worker failed:\n{err}"
+        results = [[int(line) for line in out.read_text().split()] for out in outs]
+        for (_, _, count), got in zip(jobs, results):
+            assert len(got) >= count
+        return results
+
+    return run

@@ -1,0 +1,68 @@
+"""Test settings: one suite, run once per backend chosen by SEGMENT_SEQ_TEST_DB (sqlite, mariadb, postgres)."""
+
+import os
+import tempfile
+
+import dj_database_url
+
+BACKEND = os.environ.get("SEGMENT_SEQ_TEST_DB", "sqlite")
+
+# Where each backend lives; override with SEGMENT_SEQ_TEST_<BACKEND>_URL.
+DEFAULT_URLS = {
+    "sqlite": "sqlite:///" + os.path.join(tempfile.gettempdir(), "django_segment_seq_tests.sqlite3"),
+    "mariadb": "mysql://root@127.0.0.1:3306/test",
+    "postgres": "postgres://postgres@127.0.0.1:5432/test",
+}
+if BACKEND not in DEFAULT_URLS:
+    raise RuntimeError(f"SEGMENT_SEQ_TEST_DB must be one of {sorted(DEFAULT_URLS)}, not {BACKEND!r}")
+
+database = dj_database_url.parse(os.environ.get(f"SEGMENT_SEQ_TEST_{BACKEND.upper()}_URL", DEFAULT_URLS[BACKEND]))
+if BACKEND == "sqlite":
+    # A file, not memory, so worker processes can open the test database too.
+    database["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"django_segment_seq_test_{os.getpid()}.sqlite3")}
+    database["OPTIONS"] = {"timeout": 20}
+elif BACKEND == "mariadb":
+    database["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+    database["OPTIONS"] = {"charset": "utf8mb4"}
+
+# Worker processes started by the tests connect to the test database the parent created.
+if os.environ.get("SEGMENT_SEQ_TEST_DB_NAME"):
+    database["NAME"] = os.environ["SEGMENT_SEQ_TEST_DB_NAME"]
+if os.environ.get("SEGMENT_SEQ_TEST_ISOLATION"):
+    database.setdefault("OPTIONS", {})["isolation_level"] = os.environ["SEGMENT_SEQ_TEST_ISOLATION"]
+
+DATABASES = {"default": database}
+
+SECRET_KEY = "tests-only"
+USE_TZ = True
+TIME_ZONE = "Europe/Paris"
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django_segment_seq",
+    "tests.testapp",
+]
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+ROOT_URLCONF = "tests.urls"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+SEGMENT_SEQ = {"MAX_BACKOFF": 0.05}

@@ -1,0 +1,101 @@
+"""The block arithmetic on its own: limits, wrap-around, exhaustion, for any row."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from django_segment_seq.exceptions import SequenceExhausted, SequenceMisconfigured
+from django_segment_seq.ranges import BIGINT_MAX, Block, Row, next_block
+
+
+def row(value=0, step=10, min_value=1, max_value=100, cycle=False):
+    return Row(value, step, min_value, max_value, cycle)
+
+
+def test_first_block_starts_at_min_value():
+    assert next_block("s", row(value=0)) == Block(1, 10)
+    assert next_block("s", row(value=99, min_value=100, max_value=1000)) == Block(100, 109)
+
+
+def test_block_never_crosses_max_value():
+    assert next_block("s", row(value=95)) == Block(96, 100)
+
+
+def test_exhausted_without_cycle_names_sequence_and_limit():
+    with pytest.raises(SequenceExhausted, match=r"'s'.*max_value 100"):
+        next_block("s", row(value=100))
+
+
+def test_wraps_to_min_value_with_cycle():
+    assert next_block("s", row(value=100, cycle=True)) == Block(1, 10)
+
+
+def test_wanted_larger_than_step_is_one_contiguous_block():
+    assert next_block("s", row(value=0), wanted=55) == Block(1, 55)
+
+
+def test_wanted_more_than_left_is_exhausted_not_truncated():
+    with pytest.raises(SequenceExhausted, match="only 10 remain"):
+        next_block("s", row(value=90), wanted=20)
+
+
+def test_wanted_more_than_whole_span_with_cycle_is_refused():
+    with pytest.raises(SequenceMisconfigured, match="whole range holds 100"):
+        next_block("s", row(value=0, cycle=True), wanted=101)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [(row(step=0), "step is 0"), (row(min_value=10, max_value=5), "greater than max_value")],
+)
+def test_contradictory_rows_are_refused(bad, message):
+    with pytest.raises(SequenceMisconfigured, match=message):
+        next_block("s", bad)
+
+
+def test_count_below_one_is_refused():
+    with pytest.raises(ValueError, match="at least 1"):
+        next_block("s", row(), wanted=0)
+
+
+rows = st.builds(
+    Row,
+    value=st.integers(-1000, 1000),
+    step=st.integers(1, 300),
+    min_value=st.integers(-500, 500),
+    max_value=st.integers(-500, 1500),
+    cycle=st.booleans(),
+).filter(lambda r: r.min_value <= r.max_value)
+
+
+@given(rows, st.integers(1, 400))
+def test_block_is_inside_limits_and_after_value_unless_wrapped(r, wanted):
+    try:
+        block = next_block("s", r, wanted)
+    except (SequenceExhausted, SequenceMisconfigured):
+        assert r.max_value - max(r.value + 1, r.min_value) + 1 < wanted
+        return
+    assert r.min_value <= block.first <= block.last <= r.max_value
+    assert block.size >= wanted
+    assert block.size <= max(r.step, wanted)
+    if block.first != r.min_value or r.value + 1 >= r.min_value:
+        wrapped = r.cycle and block.first == r.min_value and r.value + 1 > r.min_value
+        assert wrapped or block.first == max(r.value + 1, r.min_value)
+
+
+@given(rows.filter(lambda r: not r.cycle), st.integers(1, 50))
+def test_successive_blocks_never_overlap(r, wanted):
+    seen: set[int] = set()
+    for _ in range(20):
+        try:
+            block = next_block("s", r, wanted)
+        except SequenceExhausted:
+            break
+        numbers = set(range(block.first, block.last + 1))
+        assert not numbers & seen
+        seen |= numbers
+        r = r._replace(value=block.last)
+
+
+def test_top_of_bigint_range():
+    assert next_block("s", row(value=BIGINT_MAX - 3, max_value=BIGINT_MAX)) == Block(BIGINT_MAX - 2, BIGINT_MAX)
