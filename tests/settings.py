@@ -17,13 +17,17 @@ if BACKEND not in DEFAULT_URLS:
     raise RuntimeError(f"SEGMENT_SEQ_TEST_DB must be one of {sorted(DEFAULT_URLS)}, not {BACKEND!r}")
 
 database = dj_database_url.parse(os.environ.get(f"SEGMENT_SEQ_TEST_{BACKEND.upper()}_URL", DEFAULT_URLS[BACKEND]))
+# A test database per run, so runs in parallel (several checkouts on one machine) never share one.
+TEST_NAME = f"test_segment_seq_{os.getpid()}"
 if BACKEND == "sqlite":
     # A file, not memory, so worker processes can open the test database too.
-    database["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"django_segment_seq_test_{os.getpid()}.sqlite3")}
+    database["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), TEST_NAME + ".sqlite3")}
     database["OPTIONS"] = {"timeout": 20}
 elif BACKEND == "mariadb":
-    database["TEST"] = {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
+    database["TEST"] = {"NAME": TEST_NAME, "CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"}
     database["OPTIONS"] = {"charset": "utf8mb4"}
+else:
+    database["TEST"] = {"NAME": TEST_NAME}
 
 # Worker processes started by the tests connect to the test database the parent created.
 if os.environ.get("SEGMENT_SEQ_TEST_DB_NAME"):

@@ -1,0 +1,31 @@
+"""System checks of the SEGMENT_SEQ setting."""
+
+import pytest
+from django.test import override_settings
+
+from django_segment_seq.checks import check_settings
+
+
+def ids(settings_value):
+    with override_settings(SEGMENT_SEQ=settings_value):
+        return [e.id for e in check_settings()]
+
+
+def test_valid_settings_pass():
+    assert ids({"DEFAULT_STEP": 500, "DATABASE": "default", "CREATE_ON_FIRST_USE": False}) == []
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (["not", "a", "dict"], ["django_segment_seq.E001"]),
+        ({"DEFAULT_STEPS": 5}, ["django_segment_seq.E002"]),
+        ({"DEFAULT_STEP": 0}, ["django_segment_seq.E003"]),
+        ({"MAX_RETRIES": "many"}, ["django_segment_seq.E003"]),
+        ({"CREATE_ON_FIRST_USE": 1}, ["django_segment_seq.E003"]),
+        ({"MAX_BACKOFF": -1}, ["django_segment_seq.E003"]),
+        ({"DATABASE": "elsewhere"}, ["django_segment_seq.E004"]),
+    ],
+)
+def test_bad_settings_are_reported(value, expected):
+    assert ids(value) == expected
