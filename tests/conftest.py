@@ -96,11 +96,11 @@ def run_workers(transactional_db, tmp_path) -> Callable[..., list[list[int]]]:
 class StressWorkers:
     """Resilient worker processes (tests/stress/worker.py) against the test database, started one by one."""
 
-    def __init__(self, tmp_path: Path, **env: str) -> None:
+    def __init__(self, tmp_path: Path, db_name: str | None = None, **env: str) -> None:
         from tests.stress.run import worker_env as stress_env
 
         self.tmp_path = tmp_path
-        self.env = stress_env(settings.BACKEND, str(connection.settings_dict["NAME"]), **env)
+        self.env = stress_env(settings.BACKEND, db_name or str(connection.settings_dict["NAME"]), **env)
         self.outs: list[Path] = []
         self.procs: list[subprocess.Popen[str]] = []
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import DatabaseError, connection, connections
+from django.db import DatabaseError, OperationalError, connection, connections
 from django.db.models import F
 from django.test import override_settings
 
@@ -184,7 +184,12 @@ def test_admin_edits_of_step_limits_and_cycle_while_processes_allocate(stress_wo
             "max_value": shown.value + rng.randint(10**6, 10**9),
             "cycle": rng.choice(["on", ""]),
         }
-        response = client.post(url, {k: v for k, v in data.items() if v != ""})
+        try:
+            response = client.post(url, {k: v for k, v in data.items() if v != ""})
+        except OperationalError:
+            if connection.vendor != "sqlite":
+                raise
+            continue  # SQLite: the admin's transaction read first, and cannot then write while another does
         assert response.status_code == 302, response.context["adminform"].form.errors
         edits += 1
     stress_workers.wait()
