@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("sqlite", "mariadb", "postgres")
 SMALL = {"workers": 4, "numbers": 2000}
-SOAK = {"workers": 8, "numbers": 50_000}
+SOAK = {"workers": 8, "numbers": 250_000}
 
 
 @dataclass
