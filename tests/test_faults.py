@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import DatabaseError, OperationalError, connection, connections
+from django.db import OperationalError, connection, connections
 from django.db.models import F
 from django.test import override_settings
 
@@ -27,6 +27,7 @@ from django_segment_seq import allocator
 from django_segment_seq.dbconn import pool
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
+from tests.stress.run import kill_sessions
 from tests.testapp.models import Order
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,22 +39,7 @@ DEADLINE = 300
 
 def kill_other_sessions() -> int:
     """End every session on the test database but this one, the way an operator or a failover does."""
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            )
-            return int(cursor.fetchone()[0])
-        cursor.execute("SELECT id FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()")
-        killed = 0
-        for (session,) in cursor.fetchall():
-            try:
-                cursor.execute(f"KILL {int(session)}")
-                killed += 1
-            except DatabaseError:
-                pass  # it ended on its own meanwhile
-        return killed
+    return kill_sessions(connection)
 
 
 def stored_numbers() -> list[int]:

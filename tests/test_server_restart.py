@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -74,7 +73,8 @@ def test_server_down_and_up_while_processes_allocate(server, crash, tmp_path):
     finally:
         workers.kill_all()
     assert "SequenceUnavailable: Sequence 'probe': database 'default' failed 3 times in a row" in probe
-    assert workers.figures().get("failures", 0) + _worker_errors(workers) > 0, "the outage went unnoticed"
+    figures = workers.figures()
+    assert figures.get("failures", 0) + figures.get("worker_errors", 0) > 0, "the outage went unnoticed"
     assert_unique(workers.numbers())
     assert_unique(n for (n,) in server.execute("SELECT order_no FROM testapp_order", database))
 
@@ -94,12 +94,3 @@ def _probe_while_down(env: dict[str, str]) -> str:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     return done.stderr
-
-
-def _worker_errors(workers: StressWorkers) -> int:
-    total = 0
-    for out in workers.outs:
-        path = Path(str(out) + ".json")
-        if path.exists():
-            total += sum(json.loads(path.read_text())["errors"].values())
-    return total
