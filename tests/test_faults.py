@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import random
 import time
@@ -296,3 +297,15 @@ def test_cycle_under_concurrency_repeats_only_across_cycles(stress_workers):
     stress_workers.wait()
     counts = collections.Counter(stress_workers.numbers())
     assert counts == {n: 3 for n in range(1, 201)}
+
+
+@needs_server
+def test_many_idle_connections_dropped_at_once_cost_one_retry():
+    """A threaded process keeps one idle private connection per thread; a restart or failover kills them all."""
+    Sequence.objects.create(name="k", step=5)
+    with contextlib.ExitStack() as stack:
+        for _ in range(8):
+            stack.enter_context(pool.borrow("default")).ensure_connection()
+    assert kill_other_sessions() >= 8
+    assert next_value("k") == 1
+    assert sequence_stats()[("default", "k")].failures == 1
