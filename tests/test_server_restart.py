@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,15 +41,17 @@ def server() -> Iterator[PrivateServer]:
         pytest.skip(message)
     workdir = Path(tempfile.mkdtemp(prefix=f"segseq-{settings.BACKEND}-"))
     os.chmod(workdir, 0o755)
-    server = kind(workdir)
+    server: PrivateServer | None = None
     try:
+        server = kind(workdir)
         server.start()
         yield server
     finally:
         try:
-            server.stop()
+            if server is not None:
+                server.stop()
         finally:
-            subprocess.run(["rm", "-rf", str(workdir)], check=False)
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.mark.parametrize("crash", [False, True], ids=["stopped", "crashed"])
