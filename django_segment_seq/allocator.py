@@ -21,6 +21,9 @@ from .statements import statements_for
 
 # Errors after which a fresh connection and another attempt may succeed.
 TRANSIENT_ERRORS: tuple[type[DatabaseError], ...] = (OperationalError, InterfaceError)
+# Errors that mean another transaction moved the row first: counted as lost compare-and-sets, not failures.
+LOST_RACE_SQLSTATES = frozenset({"40001", "40P01"})
+LOST_RACE_MYSQL_CODES = frozenset({1213, 1020})
 
 
 @dataclass(slots=True)
@@ -94,14 +97,33 @@ def _compare_and_set(
                 continue
             block = next_block(name, row, wanted)
             now = connection.ops.adapt_datetimefield_value(timezone.now())
-            cursor.execute(sql.compare_and_set, [block.last, now, name, row.value])
-            if cursor.rowcount == 1:
+            if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, name, row.value]):
                 result.block, result.step = block, row.step
                 return
             result.conflicts += 1
             if result.conflicts > settings["MAX_RETRIES"]:
                 raise SequenceContention(name, result.conflicts)
             backoff(result.conflicts, settings["MAX_BACKOFF"])
+
+
+def _try_compare_and_set(cursor: Any, compare_and_set: str, params: list[Any]) -> bool:
+    """True if the UPDATE moved the row; a serialization failure or deadlock is a lost race like a miss."""
+    try:
+        cursor.execute(compare_and_set, params)
+    except DatabaseError as exc:
+        if not _lost_race(exc):
+            raise
+        return False
+    return cursor.rowcount == 1
+
+
+def _lost_race(exc: DatabaseError) -> bool:
+    """PostgreSQL 40001/40P01 (a server default of REPEATABLE READ or SERIALIZABLE), MySQL 1213/1020."""
+    cause = exc.__cause__
+    if getattr(cause, "sqlstate", None) in LOST_RACE_SQLSTATES:
+        return True
+    args = getattr(cause, "args", ())
+    return bool(args) and args[0] in LOST_RACE_MYSQL_CODES
 
 
 def _read_row(cursor: Any, select_row: str, name: str) -> Row | None:

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import connections
+from django.db import InterfaceError, OperationalError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .exceptions import SequenceError
@@ -37,6 +37,12 @@ class ConnectionPool:
         except SequenceError:
             self._give_back(alias, connection)  # healthy: the sequence said no, not the database
             raise
+        except (OperationalError, InterfaceError):
+            # A restart or failover ends every session at once: the idle ones are as dead as this one, and
+            # trying them one by one would spend the whole retry budget on connections already gone.
+            self._discard(connection)
+            self._discard_idle(alias)
+            raise
         except BaseException:
             self._discard(connection)
             raise
@@ -45,6 +51,12 @@ class ConnectionPool:
     def _give_back(self, alias: str, connection: BaseDatabaseWrapper) -> None:
         with self._lock:
             self._idle.setdefault(alias, []).append(connection)
+
+    def _discard_idle(self, alias: str) -> None:
+        with self._lock:
+            idle = self._idle.pop(alias, [])
+        for connection in idle:
+            self._discard(connection)
 
     def close_all(self) -> None:
         with self._lock:

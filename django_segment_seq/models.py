@@ -97,7 +97,8 @@ class Sequence(models.Model):
                 )
         stored = self.stored_value()
         if self.value is not None:
-            if stored is not None and self.value < stored:
+            unchanged = self.value == getattr(self, "_loaded_value", None)  # save() will not write it
+            if stored is not None and self.value < stored and not unchanged:
                 refuse(
                     "value",
                     _("The value can only move forward: numbers up to %(stored)d were already handed out."),
@@ -105,7 +106,7 @@ class Sequence(models.Model):
                 )
             if self.max_value is not None and self.value > self.max_value:
                 refuse("value", _("The value must not exceed the maximum."))
-        current = self.value if self.value is not None else stored
+        current = max((v for v in (self.value, stored) if v is not None), default=None)
         if current is not None and self.max_value is not None and self.max_value < current:
             refuse(
                 "max_value",

@@ -41,6 +41,11 @@ def check_row(name: str, row: Row) -> None:
         )
     if row.min_value <= BIGINT_MIN:
         raise SequenceMisconfigured(name, f"min_value must be greater than {BIGINT_MIN}")
+    if row.value > row.max_value:
+        # Only a write around validation can do this; wrapping or stopping would both hide it.
+        raise SequenceMisconfigured(
+            name, f"value {row.value} is above max_value {row.max_value}; set max_value to at least the value"
+        )
 
 
 def next_block(name: str, row: Row, wanted: int = 1) -> Block:

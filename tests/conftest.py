@@ -91,3 +91,64 @@ def run_workers(transactional_db, tmp_path) -> Callable[..., list[list[int]]]:
         return results
 
     return run
+
+
+class StressWorkers:
+    """Resilient worker processes (tests/stress/worker.py) against the test database, started one by one."""
+
+    def __init__(self, tmp_path: Path, db_name: str | None = None, **env: str) -> None:
+        from tests.stress.run import worker_env as stress_env
+
+        self.tmp_path = tmp_path
+        self.env = stress_env(settings.BACKEND, db_name or str(connection.settings_dict["NAME"]), **env)
+        self.outs: list[Path] = []
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, count: int, *options: str, **env: str) -> subprocess.Popen[str]:
+        from tests.stress.run import start_worker
+
+        out = self.tmp_path / f"worker{len(self.outs)}.txt"
+        proc = start_worker(out, count, {**self.env, **env}, "--seed", str(len(self.outs)), *options)
+        self.outs.append(out)
+        self.procs.append(proc)
+        return proc
+
+    def running(self) -> list[subprocess.Popen[str]]:
+        return [proc for proc in self.procs if proc.poll() is None]
+
+    def wait(self, timeout: float = 300, killed: Iterable[subprocess.Popen[str]] = ()) -> None:
+        """Wait for every worker; all but the ones in `killed` must have succeeded."""
+        from tests.stress.run import wait_all
+
+        killed = list(killed)
+        wait_all([proc for proc in self.procs if proc not in killed], timeout)
+        for proc in killed:
+            proc.wait(timeout)
+
+    def numbers(self) -> list[int]:
+        from tests.stress.worker import read_numbers
+
+        return [n for out in self.outs for n in read_numbers(str(out))]
+
+    def rolled_back(self) -> list[int]:
+        from tests.stress.worker import read_numbers
+
+        return [n for out in self.outs for n in read_numbers(str(out) + ".rolledback")]
+
+    def figures(self) -> dict[str, int]:
+        from tests.stress.run import read_figures
+
+        return read_figures(self.outs)
+
+    def kill_all(self) -> None:
+        for proc in self.running():
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def stress_workers(transactional_db, tmp_path) -> Iterable[StressWorkers]:
+    """Start resilient workers (random value / values / save) on the test database; killed if a test fails."""
+    workers = StressWorkers(tmp_path)
+    yield workers
+    workers.kill_all()

@@ -33,7 +33,17 @@ else:
 if os.environ.get("SEGMENT_SEQ_TEST_DB_NAME"):
     database["NAME"] = os.environ["SEGMENT_SEQ_TEST_DB_NAME"]
 if os.environ.get("SEGMENT_SEQ_TEST_ISOLATION"):
-    database.setdefault("OPTIONS", {})["isolation_level"] = os.environ["SEGMENT_SEQ_TEST_ISOLATION"]
+    # A level by name, e.g. "read committed": a string for MariaDB, psycopg's IsolationLevel for PostgreSQL.
+    level = os.environ["SEGMENT_SEQ_TEST_ISOLATION"]
+    if BACKEND == "postgres" and level.startswith("default "):
+        # psycopg applies isolation_level at BEGIN only; this makes the server apply it to autocommit statements too.
+        database.setdefault("OPTIONS", {})["options"] = "-c default_transaction_isolation=" + level[8:].replace(" ", "\\ ")
+        level = level[8:]
+    if BACKEND == "postgres":
+        from psycopg import IsolationLevel
+
+        level = IsolationLevel[level.upper().replace(" ", "_")]
+    database.setdefault("OPTIONS", {})["isolation_level"] = level
 
 DATABASES = {"default": database}
 

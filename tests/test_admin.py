@@ -89,3 +89,25 @@ def test_rows_cannot_be_deleted(admin_client):
     response = admin_client.post(f"/admin/django_segment_seq/sequence/{row.pk}/delete/", {"post": "yes"})
     assert response.status_code == 403
     assert Sequence.objects.filter(pk=row.pk).exists()
+
+
+def test_edit_from_a_page_loaded_before_other_processes_took_ranges(admin_client):
+    """The page still shows an old value; the edit saves and the value is not rewound."""
+    Sequence.objects.create(name="s", step=10)
+    shown = Sequence.objects.get(name="s")
+    Sequence.objects.filter(name="s").update(value=500)  # other processes took ranges meanwhile
+    response = admin_client.post(change_url(shown), {**form_data(shown, step=20), "initial-value": shown.value})
+    assert response.status_code == 302
+    row = Sequence.objects.get(name="s")
+    assert (row.value, row.step) == (500, 20)
+
+
+def test_stale_page_cannot_lower_the_maximum_below_the_stored_value(admin_client):
+    Sequence.objects.create(name="s", step=10)
+    shown = Sequence.objects.get(name="s")
+    Sequence.objects.filter(name="s").update(value=500)
+    data = {**form_data(shown, max_value=400), "initial-value": shown.value}
+    response = admin_client.post(change_url(shown), data)
+    assert response.status_code == 200
+    assert "must not be below the value" in response.content.decode()
+    assert Sequence.objects.get(name="s").max_value != 400

@@ -83,7 +83,7 @@ def test_block_is_inside_limits_and_after_value_unless_wrapped(r, wanted):
         assert wrapped or block.first == max(r.value + 1, r.min_value)
 
 
-@given(rows.filter(lambda r: not r.cycle), st.integers(1, 50))
+@given(rows.filter(lambda r: not r.cycle and r.value <= r.max_value), st.integers(1, 50))
 def test_successive_blocks_never_overlap(r, wanted):
     seen: set[int] = set()
     for _ in range(20):
@@ -99,3 +99,52 @@ def test_successive_blocks_never_overlap(r, wanted):
 
 def test_top_of_bigint_range():
     assert next_block("s", row(value=BIGINT_MAX - 3, max_value=BIGINT_MAX)) == Block(BIGINT_MAX - 2, BIGINT_MAX)
+
+
+@given(rows.filter(lambda r: r.value > r.max_value), st.integers(1, 400))
+def test_value_above_max_value_is_refused_whatever_the_cycle(r, wanted):
+    with pytest.raises(SequenceMisconfigured, match=f"value {r.value} is above max_value {r.max_value}"):
+        next_block("s", r, wanted)
+
+
+@given(
+    rows.filter(lambda r: r.value <= r.max_value),
+    st.lists(st.integers(1, 120), min_size=1, max_size=60),
+)
+def test_allocations_in_a_row_wrap_and_exhaust_only_when_they_must(r, wanted_list):
+    """A table moved by successive blocks: no number twice within one cycle; a wrap or exhaustion only when
+    fewer than `wanted` numbers are left; after a wrap the block starts at min_value."""
+    in_cycle: set[int] = set()
+    for wanted in wanted_list:
+        left = r.max_value - max(r.value + 1, r.min_value) + 1
+        try:
+            block = next_block("s", r, wanted)
+        except SequenceExhausted:
+            assert not r.cycle and left < wanted
+            return
+        except SequenceMisconfigured:
+            assert r.cycle and r.max_value - r.min_value + 1 < wanted
+            return
+        numbers = set(range(block.first, block.last + 1))
+        if left < wanted:  # wrapped
+            assert r.cycle and block.first == r.min_value
+            in_cycle = set()
+        else:
+            assert block.first == max(r.value + 1, r.min_value)
+        assert not numbers & in_cycle
+        assert r.min_value <= block.first <= block.last <= r.max_value
+        assert wanted <= block.size <= max(r.step, wanted)
+        in_cycle |= numbers
+        r = r._replace(value=block.last)
+
+
+@given(st.integers(1, 10**6), st.integers(0, 10**6), st.integers(1, 2**64))
+def test_blocks_near_the_top_of_bigint_never_overflow(step, below_top, wanted):
+    r = Row(BIGINT_MAX - below_top, step, 1, BIGINT_MAX, False)
+    try:
+        block = next_block("s", r, wanted)
+    except SequenceExhausted as exc:
+        assert below_top < wanted
+        assert "'s'" in str(exc)
+        return
+    assert block.last <= BIGINT_MAX and block.size >= wanted

@@ -1,0 +1,1 @@
+"""Stress harness: many processes allocating at once, every number collected and checked for repeats."""
