@@ -328,6 +328,12 @@ class RangeCache:
         # wait for forever. Try one briefly; if it cannot write, allocate inside the caller's transaction.
         if slot.lock.acquire(timeout=SQLITE_SLOT_WAIT):
             try:
+                if slot.remaining() < count:
+                    # A block this transaction already took is used before the private connection is
+                    # tried again: that try would wait for the lock this transaction holds, per number.
+                    numbers = self._from_transaction_block(connection, slot, count)
+                    if numbers is not None:
+                        return numbers
                 return self._take_locked(slot, count, in_sqlite_transaction=True)
             except (SequenceUnavailable, _StillFetching):
                 pass
@@ -335,15 +341,23 @@ class RangeCache:
                 slot.lock.release()
         return self._take_in_transaction(connection, slot, count)
 
-    def _take_in_transaction(self, connection: BaseDatabaseWrapper, slot: _Slot, count: int) -> range:
+    def _from_transaction_block(self, connection: BaseDatabaseWrapper, slot: _Slot, count: int) -> range | None:
         with self._guard:
-            blocks = self._in_transaction.setdefault(connection, {})
-        block = blocks.get(slot.name)
+            blocks = self._in_transaction.get(connection)
+        block = blocks.get(slot.name) if blocks else None
         if block is not None and block.alive(connection) and block.last - block.next + 1 >= count:
             first = block.next
             block.next += count
             slot.stats.handed_out += count
             return range(first, first + count)
+        return None
+
+    def _take_in_transaction(self, connection: BaseDatabaseWrapper, slot: _Slot, count: int) -> range:
+        numbers = self._from_transaction_block(connection, slot, count)
+        if numbers is not None:
+            return numbers
+        with self._guard:
+            blocks = self._in_transaction.setdefault(connection, {})
         allocation = allocate_in_transaction(connection, slot.alias, slot.name, count)
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
