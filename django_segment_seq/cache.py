@@ -79,7 +79,9 @@ class _Slot:
         "pending",
         "fetching",
         "hint",
+        "contended",
         "on_sqlite",
+        "wait",
         "stats",
     )
 
@@ -98,7 +100,10 @@ class _Slot:
         self.pending: Block | None = None
         self.fetching = False
         self.hint = 0
+        self.contended = False  # the latest fetch lost a compare-and-set
         self.on_sqlite = on_sqlite
+        # How long the hot path waits for the lock: on SQLite a holder may wait for this caller's write lock.
+        self.wait = SQLITE_SLOT_WAIT if on_sqlite else -1
         # handed_out here counts numbers of earlier ranges; the current range's are next - first.
         self.stats = SequenceStats()
 
@@ -111,6 +116,7 @@ class _Slot:
         self.stats.failures += allocation.failures
         self.stats.round_trips += allocation.round_trips
         self.stats.row_step = allocation.step
+        self.contended = allocation.conflicts > 0
 
     def snapshot(self) -> SequenceStats:
         stats = replace(self.stats)
@@ -147,7 +153,11 @@ class RangeCache:
         self._reset()
 
     def _reset(self) -> None:
-        self._slots: dict[tuple[str, str], _Slot] = {}
+        # Emptied in place, never replaced: api.next_value holds a reference to this dict's get().
+        if hasattr(self, "_slots"):
+            self._slots.clear()
+        else:
+            self._slots: dict[tuple[str, str], _Slot] = {}
         self._guard = threading.Lock()
         self._in_transaction: WeakKeyDictionary[BaseDatabaseWrapper, dict[str, _TransactionBlock]] = (
             WeakKeyDictionary()
@@ -300,7 +310,12 @@ class RangeCache:
             slot.ready.notify_all()
 
     def _next_size(self, slot: _Slot) -> int:
-        """The range size to ask for: double when ranges go fast, halve when slow (0 means the row's step)."""
+        """The range size to ask for (0 means the row's step), aiming at STEP_TARGET_SECONDS per range.
+
+        Ranges that go too fast grow toward what the target needs (at most 16 times per fetch, at
+        least doubling, as Leaf does); ranges that last over twice the target halve. A fetch that
+        lost a compare-and-set doubles the size too: fewer fetches are fewer collisions.
+        """
         settings = app_settings()
         if not settings["ADAPTIVE_STEP"]:
             return 0
@@ -311,11 +326,14 @@ class RangeCache:
         lasts = (time.monotonic() - slot.started) * size / used  # seconds this range lasts at the current pace
         target = settings["STEP_TARGET_SECONDS"]
         if lasts < target / 2:
-            hint = size * 2
+            needed = size * target / lasts if lasts > 0 else size * 16
+            hint = int(min(size * 16, max(size * 2, needed)))
         elif lasts > target * 2:
             hint = size // 2
         else:
             hint = size
+        if slot.contended:
+            hint = max(hint, size * 2)
         slot.hint = min(hint, settings["MAX_STEP"])
         return slot.hint
 

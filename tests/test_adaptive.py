@@ -25,7 +25,7 @@ def test_step_grows_to_the_ceiling_and_shrinks_to_the_row_step():
             got.append(next_value("a"))
             steps.append(step())
     assert steps[0] == 100 and steps[-1] == 800
-    assert sorted(set(steps)) == [100, 200, 400, 800]
+    assert all(later >= earlier for earlier, later in zip(steps, steps[1:]))
     with override_settings(SEGMENT_SEQ=SLOW):  # every range lasts far more than the target: halve
         for _ in range(3000):
             got.append(next_value("a"))
