@@ -50,7 +50,7 @@ def database_settings(db: str, name: str | None) -> dict[str, Any]:
         path = name or os.path.join(tempfile.gettempdir(), scratch + ".sqlite3")
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": {"timeout": 30}, "TEST": {"NAME": path}}
     if db == "mariadb":
-        return {
+        return _server(db, {
             "ENGINE": "django.db.backends.mysql",
             "HOST": os.environ.get("SEGMENT_SEQ_BENCH_MARIADB_HOST", "127.0.0.1"),
             "PORT": 3306,
@@ -58,17 +58,30 @@ def database_settings(db: str, name: str | None) -> dict[str, Any]:
             "NAME": name or "test",
             "OPTIONS": {"charset": "utf8mb4"},
             "TEST": {"NAME": scratch, "CHARSET": "utf8mb4"},
-        }
+        })
     if db == "postgres":
-        return {
+        return _server(db, {
             "ENGINE": "django.db.backends.postgresql",
             "HOST": os.environ.get("SEGMENT_SEQ_BENCH_POSTGRES_HOST", "127.0.0.1"),
             "PORT": 5432,
             "USER": "postgres",
             "NAME": name or "test",
             "TEST": {"NAME": scratch},
-        }
+        })
     raise SystemExit(f"--db must be sqlite, mariadb or postgres, not {db!r}")
+
+
+def _server(db: str, found: dict[str, Any]) -> dict[str, Any]:
+    """The server named by SEGMENT_SEQ_TEST_<DB>_URL, the variable the test suite reads, when it is set."""
+    url = os.environ.get(f"SEGMENT_SEQ_TEST_{db.upper()}_URL")
+    if url:
+        import dj_database_url
+
+        parsed = dj_database_url.parse(url)
+        for key in ("HOST", "PORT", "USER", "PASSWORD"):
+            if parsed.get(key):
+                found[key] = parsed[key]
+    return found
 
 
 def setup_django(db: str, name: str | None, segment_seq: dict[str, Any] | None = None) -> None:
@@ -96,12 +109,23 @@ def worker(args: argparse.Namespace) -> None:
     from django_segment_seq import next_value, sequence_stats
     from sequences import get_next_value
 
-    if args.worker == "seq":
-        next_value(args.name)  # the first range, so every process starts with one
-        take = next_value
-    else:
-        get_next_value(args.name)
-        take = get_next_value
+    from django.db import OperationalError
+
+    locked = 0
+
+    def django_sequences(name: str) -> int:
+        # On SQLite its read-then-write transaction fails at once with "database is locked" when
+        # another process writes; a caller has to retry, and the count of those is reported.
+        nonlocal locked
+        while True:
+            try:
+                return get_next_value(name)
+            except OperationalError:
+                locked += 1
+                time.sleep(0.001)
+
+    take = next_value if args.worker == "seq" else django_sequences
+    take(args.name)  # the row and, for next_value(), the first range: every process starts with one
     print("ready", flush=True)
     sys.stdin.readline()
     start = time.time()
@@ -109,7 +133,7 @@ def worker(args: argparse.Namespace) -> None:
         take(args.name)
     end = time.time()
     figures = {f"{a}:{n}": asdict(s) for (a, n), s in sequence_stats().items()}
-    print(json.dumps({"count": args.count, "start": start, "end": end, "stats": figures}), flush=True)
+    print(json.dumps({"count": args.count, "start": start, "end": end, "stats": figures, "locked": locked}), flush=True)
 
 
 def run_processes(
@@ -143,6 +167,7 @@ def run_processes(
     total = sum(r["count"] for r in results)
     elapsed = max(r["end"] for r in results) - min(r["start"] for r in results)
     summary: dict[str, Any] = {"processes": processes, "numbers": total, "seconds": elapsed, "per_second": total / elapsed}
+    summary["database_locked_retries"] = sum(r["locked"] for r in results)
     if kind == "seq":
         figures = [r["stats"][f"default:{name}"] for r in results]
         for key in ("ranges_fetched", "retries", "round_trips", "foreground_fetches", "background_fetches", "waits_for_background"):
@@ -254,7 +279,6 @@ def bench_bulk(smoke: bool) -> dict[str, Any]:
 
     rows, batch = size("bulk_rows", smoke), size("bulk_batch", smoke)
     counter = itertools.count(1)
-    spent = {"sequence": 0.0, "auto": 0.0, "counter": 0.0}
 
     def sequence() -> None:
         SeqBulk.objects.bulk_create([SeqBulk(note="x") for _ in range(batch)])
@@ -266,19 +290,23 @@ def bench_bulk(smoke: bool) -> dict[str, Any]:
         CounterBulk.objects.bulk_create([CounterBulk(id=next(counter), note="x") for _ in range(batch)])
 
     variants = [("sequence", sequence), ("auto", auto), ("counter", counted)]
+    times: dict[str, list[float]] = {label: [] for label, _ in variants}
     for batch_no in range(rows // batch):
         shift = batch_no % 3
         for label, run in variants[shift:] + variants[:shift]:
             started = time.perf_counter()
             run()
-            spent[label] += time.perf_counter() - started
+            times[label].append(time.perf_counter() - started)
+    median = {label: statistics.median(spent) for label, spent in times.items()}
     figures = sequence_stats()[("default", "bench-bulk")]
     return {
         "rows": rows,
         "batch": batch,
-        "seconds": spent,
-        "ratio_to_auto": spent["auto"] / spent["sequence"],
-        "ratio_to_counter": spent["counter"] / spent["sequence"],
+        "seconds": {label: sum(spent) for label, spent in times.items()},
+        "median_batch_seconds": median,
+        # Ratios of median batch times: a pause of the shared machine during one batch does not swing them.
+        "ratio_to_auto": median["auto"] / median["sequence"],
+        "ratio_to_counter": median["counter"] / median["sequence"],
         "allocations": figures.ranges_fetched + figures.retries,
         "blocking_fetches": figures.blocking_fetches,
         "stored": [SeqBulk.objects.count(), AutoBulk.objects.count(), CounterBulk.objects.count()],
@@ -355,8 +383,8 @@ def table(db: str, r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         ("round trips per 1M numbers, 4 processes, adaptive", f"{four['round_trips_per_million']:,.0f}", "", ""),
         ("round trips per 1M numbers, 4 processes, fixed step", f"{fixed['round_trips_per_million']:,.0f}", "", ""),
         ("create(): SequenceField key / AutoField (median)", f"{r['create']['ratio']:.3f} x", ">= 0.95 x", verdict(r["create"]["ratio"] >= 0.95)),
-        ("bulk_create: SequenceField keys / counter keys", f"{r['bulk']['ratio_to_counter']:.3f} x", ">= 0.95 x", verdict(r["bulk"]["ratio_to_counter"] >= 0.95)),
-        ("bulk_create: SequenceField keys / AutoField", f"{r['bulk']['ratio_to_auto']:.3f} x", "reported", ""),
+        ("bulk_create: SequenceField keys / counter keys (median batch)", f"{r['bulk']['ratio_to_counter']:.3f} x", ">= 0.95 x", verdict(r["bulk"]["ratio_to_counter"] >= 0.95)),
+        ("bulk_create: SequenceField keys / AutoField (median batch)", f"{r['bulk']['ratio_to_auto']:.3f} x", "reported", ""),
         ("bulk_create: allocations for all batches", f"{r['bulk']['allocations']}", "1 per call at most", verdict(r["bulk"]["allocations"] <= r["bulk"]["rows"] // r["bulk"]["batch"])),
     ]
     for label, s in r["steady"].items():

@@ -16,28 +16,44 @@ from .api import next_values
 
 
 def fill_sequences(objs: SequenceOf[models.Model]) -> int:
-    """Number the empty SequenceFields of `objs` in place, one next_values() call per sequence; returns how many."""
+    """Number the empty SequenceFields of `objs` in place, one next_values() call per sequence; returns how many.
+
+    As in SequenceField.pre_save at INSERT, a field is empty when its value is None.
+    """
+    wanted: dict[str, list[tuple[list[models.Model], str]]] = {}
+    for model, group in _by_model(objs):
+        for field in _sequence_fields(model):
+            attname = field.attname
+            # Read the instance dict: Django's field descriptor costs a Python call per object.
+            empty = [obj for obj in group if obj.__dict__.get(attname, 0) is None]
+            if empty:
+                wanted.setdefault(field.sequence_name, []).append((empty, attname))
+    filled = 0
+    for name, parts in wanted.items():
+        numbers = iter(next_values(name, sum(len(empty) for empty, _ in parts)))
+        for empty, attname in parts:
+            for obj, number in zip(empty, numbers):
+                obj.__dict__[attname] = number
+            filled += len(empty)
+    return filled
+
+
+def _by_model(objs: SequenceOf[models.Model]) -> Iterable[tuple[type[models.Model], list[models.Model]]]:
+    if not objs:
+        return []
+    first = type(objs[0])
+    if all(type(obj) is first for obj in objs):
+        return [(first, list(objs))]
+    groups: dict[type[models.Model], list[models.Model]] = {}
+    for obj in objs:
+        groups.setdefault(type(obj), []).append(obj)
+    return list(groups.items())
+
+
+def _sequence_fields(model: type[models.Model]) -> list[Any]:
     from .fields import SequenceField
 
-    wanted: dict[str, list[tuple[models.Model, str]]] = {}
-    fields_by_model: dict[type[models.Model], list[SequenceField]] = {}
-    for obj in objs:
-        model = type(obj)
-        fields = fields_by_model.get(model)
-        if fields is None:
-            fields = [f for f in model._meta.concrete_fields if isinstance(f, SequenceField)]
-            fields_by_model[model] = fields
-        if not obj._state.adding:
-            continue  # a stored row keeps its numbers, as in pre_save
-        for field in fields:
-            if getattr(obj, field.attname) is None:
-                wanted.setdefault(field.sequence_name, []).append((obj, field.attname))
-    filled = 0
-    for name, targets in wanted.items():
-        for (obj, attname), number in zip(targets, next_values(name, len(targets))):
-            setattr(obj, attname, number)
-        filled += len(targets)
-    return filled
+    return [f for f in model._meta.concrete_fields if isinstance(f, SequenceField)]
 
 
 class SequenceQuerySet(models.QuerySet):

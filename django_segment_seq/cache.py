@@ -335,6 +335,9 @@ class RangeCache:
         if slot.contended:
             hint = max(hint, size * 2)
         slot.hint = min(hint, settings["MAX_STEP"])
+        # A little jitter, so processes that started together stop running out at the same moment.
+        if size < slot.hint < settings["MAX_STEP"]:
+            return int(slot.hint * random.uniform(0.8, 1.0))
         return slot.hint
 
     def _take_sqlite(self, slot: _Slot, count: int) -> range:
