@@ -37,19 +37,20 @@ def _forget_alias(*, setting: str, **kwargs: Any) -> None:
     global _fixed_alias
     if setting in (SETTING_NAME, "DATABASE_ROUTERS"):
         _fixed_alias = None
+        ranges.by_name.clear()
 
 
-_slot_of = ranges._slots.get
+_slot_named = ranges.by_name.get
 
 
 def next_value(sequence_name: str, *, using: str | None = None) -> int:
     """The next number of the named sequence, from this process's cached range when it has one."""
-    # The hot path of RangeCache.take, inlined: one dict lookup and one short lock, no further call.
-    alias = using or _fixed_alias or sequence_database()
-    slot = _slot_of((alias, sequence_name))
+    # RangeCache.take's hot path, inlined: one dict lookup and one short lock, no further call. A lock
+    # held by another thread sends the caller to take(), which knows how long it may wait for it.
+    slot = _slot_named(sequence_name) if using is None else None
     if slot is not None:
         lock = slot.lock
-        if lock.acquire(True, slot.wait):
+        if lock.acquire(False):
             try:
                 number = slot.next
                 if number < slot.trigger:
@@ -57,7 +58,13 @@ def next_value(sequence_name: str, *, using: str | None = None) -> int:
                     return number
             finally:
                 lock.release()
-    return ranges.take(alias, sequence_name)
+    alias = using or _fixed_alias or sequence_database()
+    number = ranges.take(alias, sequence_name)
+    if not using and alias == _fixed_alias:
+        slot = ranges._slots.get((alias, sequence_name))
+        if slot is not None:
+            ranges.by_name[sequence_name] = slot
+    return number
 
 
 def next_values(sequence_name: str, count: int, *, using: str | None = None) -> range:

@@ -153,11 +153,14 @@ class RangeCache:
         self._reset()
 
     def _reset(self) -> None:
-        # Emptied in place, never replaced: api.next_value holds a reference to this dict's get().
+        # Emptied in place, never replaced: api.next_value holds references to these dicts.
         if hasattr(self, "_slots"):
             self._slots.clear()
+            self.by_name.clear()
         else:
             self._slots: dict[tuple[str, str], _Slot] = {}
+            # The slots of the one alias next_value() uses without being told (see api), by name alone.
+            self.by_name: dict[str, _Slot] = {}
         self._guard = threading.Lock()
         self._in_transaction: WeakKeyDictionary[BaseDatabaseWrapper, dict[str, _TransactionBlock]] = (
             WeakKeyDictionary()
