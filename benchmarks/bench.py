@@ -303,15 +303,22 @@ def bench_bulk(smoke: bool) -> dict[str, Any]:
             model.objects.bulk_create(objs)
             times[label].append(time.perf_counter() - started)
     median = {label: statistics.median(spent) for label, spent in times.items()}
+    # Each batch against the other variants' batches of the same round: a slow spell of the shared
+    # machine hits all three, so the median of these paired ratios is the steadiest figure.
+    paired = {
+        other: statistics.median(t_other / t_seq for t_other, t_seq in zip(times[other], times["sequence"]))
+        for other in ("auto", "counter")
+    }
     figures = sequence_stats()[("default", "bench-bulk")]
     return {
         "rows": rows,
         "batch": batch,
         "seconds": {label: sum(spent) for label, spent in times.items()},
         "median_batch_seconds": median,
-        # Ratios of median batch times: a pause of the shared machine during one batch does not swing them.
-        "ratio_to_auto": median["auto"] / median["sequence"],
-        "ratio_to_counter": median["counter"] / median["sequence"],
+        "ratio_to_auto": paired["auto"],
+        "ratio_to_counter": paired["counter"],
+        "ratio_of_medians_to_auto": median["auto"] / median["sequence"],
+        "ratio_of_medians_to_counter": median["counter"] / median["sequence"],
         "allocations": figures.ranges_fetched + figures.retries,
         "blocking_fetches": figures.blocking_fetches,
         "stored": [SeqBulk.objects.count(), AutoBulk.objects.count(), CounterBulk.objects.count()],
@@ -389,8 +396,8 @@ def table(db: str, r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         ("round trips per 1M numbers, 4 processes, adaptive", f"{four['round_trips_per_million']:,.0f}", "", ""),
         ("round trips per 1M numbers, 4 processes, fixed step", f"{fixed['round_trips_per_million']:,.0f}", "", ""),
         ("create(): SequenceField key / AutoField (median)", f"{r['create']['ratio']:.3f} x", ">= 0.95 x", verdict(r["create"]["ratio"] >= 0.95)),
-        ("bulk_create: SequenceField keys / counter keys (median batch)", f"{r['bulk']['ratio_to_counter']:.3f} x", ">= 0.95 x", verdict(r["bulk"]["ratio_to_counter"] >= 0.95)),
-        ("bulk_create: SequenceField keys / AutoField (median batch)", f"{r['bulk']['ratio_to_auto']:.3f} x", "reported", ""),
+        ("bulk_create: SequenceField keys / counter keys (paired median)", f"{r['bulk']['ratio_to_counter']:.3f} x", ">= 0.95 x", verdict(r["bulk"]["ratio_to_counter"] >= 0.95)),
+        ("bulk_create: SequenceField keys / AutoField (paired median)", f"{r['bulk']['ratio_to_auto']:.3f} x", "reported", ""),
         ("bulk_create: allocations for all batches", f"{r['bulk']['allocations']}", "1 per call at most", verdict(r["bulk"]["allocations"] <= r["bulk"]["rows"] // r["bulk"]["batch"])),
     ]
     for label, s in r["steady"].items():
@@ -405,6 +412,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks that every part runs")
     parser.add_argument("--json", help="where to write the figures (default benchmarks/results-DB.json)")
     parser.add_argument("--processes", type=int, default=4)
+    parser.add_argument("--only", help="comma-separated parts to run, printed as JSON (no table, no file)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--dbname", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
@@ -425,11 +433,16 @@ def main() -> None:
         started = time.time()
         results: dict[str, Any] = {"db": args.db, "vendor_version": _version(connection), "smoke": args.smoke,
                                    "cpus": os.cpu_count()}  # fmt: skip
-        results["inprocess"] = bench_inprocess(args.smoke)
-        results["processes"] = bench_processes(args)
-        results["create"] = bench_create(args.smoke)
-        results["bulk"] = bench_bulk(args.smoke)
-        results["steady"] = bench_steady(args.smoke)
+        parts = {
+            "inprocess": lambda: bench_inprocess(args.smoke),
+            "processes": lambda: bench_processes(args),
+            "create": lambda: bench_create(args.smoke),
+            "bulk": lambda: bench_bulk(args.smoke),
+            "steady": lambda: bench_steady(args.smoke),
+        }
+        for part, run in parts.items():
+            if not args.only or part in args.only.split(","):
+                results[part] = run()
         results["seconds"] = time.time() - started
     finally:
         from django_segment_seq import wait_for_prefetch
@@ -438,6 +451,9 @@ def main() -> None:
         pool.close_all()
         connection.close()
         connection.creation.destroy_test_db(old_name, verbosity=0)
+    if args.only:
+        print(json.dumps({k: v for k, v in results.items() if k in args.only.split(",")}, indent=1))
+        return
     rows = table(args.db, results)
     results["table"] = [list(row) for row in rows]
     width = max(len(row[0]) for row in rows)
