@@ -53,11 +53,9 @@ class Prefetcher:
         return True
 
     def shutdown(self, timeout: float = 2.0) -> None:
-        """Refuse new jobs and let the thread finish the one it runs, waiting at most `timeout` seconds."""
+        """Refuse new jobs (callers then fetch in the foreground) and wait at most `timeout` seconds for queued ones."""
         with self._lock:
             self._closed = True
-            self._jobs.clear()
-            self._busy = 1 if self._thread is not None and self._thread.is_alive() and self._busy else 0
             self._changed.notify_all()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():

@@ -174,3 +174,20 @@ def test_exit_with_a_prefetch_in_flight_is_clean(transactional_db):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "15"
     assert time.monotonic() - started < 25
+
+
+def test_worker_shutdown_refuses_new_jobs_and_does_not_hang():
+    from django_segment_seq.prefetch import Prefetcher
+
+    worker = Prefetcher()
+    release = threading.Event()
+    done = []
+    assert worker.submit(lambda: release.wait(10))
+    assert worker.submit(lambda: done.append(1))
+    started = time.monotonic()
+    worker.shutdown(timeout=0.2)
+    assert time.monotonic() - started < 5
+    assert not worker.submit(lambda: done.append(2))  # refused: callers fetch in the foreground
+    release.set()
+    assert worker.drain(timeout=10)
+    assert done == [1]  # queued work is finished, never dropped with its slot marked as fetching
