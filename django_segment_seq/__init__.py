@@ -1,6 +1,7 @@
 """django-segment-seq: unique sequence numbers from per-process cached ranges."""
 
-from .api import clear_cache, next_value, next_values, sequence_stats
+from .api import clear_cache, next_value, next_values, sequence_stats, wait_for_prefetch
+from .bulk import SequenceManager, SequenceQuerySet, fill_sequences
 from .exceptions import (
     SequenceContention,
     SequenceError,
@@ -13,6 +14,10 @@ from .fields import SequenceField
 
 __all__ = [
     "SequenceField",
+    "SequenceManager",
+    "SequenceQuerySet",
+    "fill_sequences",
+    "wait_for_prefetch",
     "next_value",
     "next_values",
     "sequence_stats",

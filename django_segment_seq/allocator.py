@@ -34,14 +34,25 @@ class Allocation:
     step: int = 0
     conflicts: int = 0
     failures: int = 0
+    # Statements sent (reads, compare-and-sets, inserts): the database round trips this block cost.
+    round_trips: int = 0
 
 
-def allocate(alias: str, name: str, wanted: int = 1, *, sqlite_lock_wait: float | None = None) -> Allocation:
-    """A block of max(step, wanted) numbers, committed on a private connection before it is returned.
+def allocate(
+    alias: str,
+    name: str,
+    wanted: int = 1,
+    *,
+    prefer: int = 0,
+    create: bool = True,
+    sqlite_lock_wait: float | None = None,
+) -> Allocation:
+    """A block of max(step, wanted, prefer) numbers, committed on a private connection before it is returned.
 
     Lost compare-and-sets and transient database errors are retried with jittered back-off; a
     block that was committed but whose answer was lost is simply never used (a gap, not a repeat).
     With `sqlite_lock_wait`, SQLite's lock is waited for that many seconds once, without retries.
+    `create=False` never creates a missing row (background fetches leave that to callers).
     """
     settings = app_settings()
     retries = settings["CONNECTION_RETRIES"] if sqlite_lock_wait is None else 0
@@ -50,10 +61,10 @@ def allocate(alias: str, name: str, wanted: int = 1, *, sqlite_lock_wait: float 
         try:
             with pool.borrow(alias) as connection:
                 if sqlite_lock_wait is None:
-                    _compare_and_set(connection, alias, name, wanted, settings, result)
+                    _compare_and_set(connection, alias, name, wanted, settings, result, prefer, create)
                 else:
                     with _sqlite_busy_timeout(connection, sqlite_lock_wait):
-                        _compare_and_set(connection, alias, name, wanted, settings, result)
+                        _compare_and_set(connection, alias, name, wanted, settings, result, prefer, create)
                 return result
         except TRANSIENT_ERRORS as exc:
             result.failures += 1
@@ -80,23 +91,35 @@ def allocate_in_transaction(connection: BaseDatabaseWrapper, alias: str, name: s
     settings = app_settings()
     with connection.cursor() as cursor:
         cursor.execute(statements_for(connection).take_write_lock, [name])
-    result = Allocation()
+    result = Allocation(round_trips=1)
     _compare_and_set(connection, alias, name, wanted, settings, result)
     return result
 
 
 def _compare_and_set(
-    connection: BaseDatabaseWrapper, alias: str, name: str, wanted: int, settings: dict[str, Any], result: Allocation
+    connection: BaseDatabaseWrapper,
+    alias: str,
+    name: str,
+    wanted: int,
+    settings: dict[str, Any],
+    result: Allocation,
+    prefer: int = 0,
+    create: bool = True,
 ) -> None:
     sql = statements_for(connection)
     with connection.cursor() as cursor:
         while True:
+            result.round_trips += 1
             row = _read_row(cursor, sql.select_row, name)
             if row is None:
+                if not create:
+                    raise SequenceNotFound(name, alias)
+                result.round_trips += 1
                 _create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
                 continue
-            block = next_block(name, row, wanted)
+            block = next_block(name, row, wanted, prefer)
             now = connection.ops.adapt_datetimefield_value(timezone.now())
+            result.round_trips += 1
             if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, name, row.value]):
                 result.block, result.step = block, row.step
                 return

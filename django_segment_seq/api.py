@@ -2,39 +2,93 @@
 
 from __future__ import annotations
 
-from django.db import router
+from typing import Any
+
+from django.core.signals import setting_changed
+from django.db import DEFAULT_DB_ALIAS, router
+from django.dispatch import receiver
 
 from .cache import SequenceStats, ranges
-from .conf import app_settings
+from .conf import SETTING_NAME, app_settings
+
+# The alias when no call can change it (set in SEGMENT_SEQ, or no routers): saves the hot path a router call.
+_fixed_alias: str | None = None
 
 
 def sequence_database(using: str | None = None) -> str:
     """The alias whose Sequence table serves a call: `using`, else SEGMENT_SEQ['DATABASE'], else the router."""
+    global _fixed_alias
     if using:
         return using
     alias = app_settings()["DATABASE"]
     if alias:
+        _fixed_alias = alias
         return alias
+    if not router.routers:
+        _fixed_alias = DEFAULT_DB_ALIAS
+        return DEFAULT_DB_ALIAS
     from .models import Sequence
 
     return router.db_for_write(Sequence)
 
 
+@receiver(setting_changed)
+def _forget_alias(*, setting: str, **kwargs: Any) -> None:
+    global _fixed_alias
+    if setting in (SETTING_NAME, "DATABASE_ROUTERS"):
+        _fixed_alias = None
+        ranges.by_name.clear()
+
+
+_slot_named = ranges.by_name.get
+
+
 def next_value(sequence_name: str, *, using: str | None = None) -> int:
     """The next number of the named sequence, from this process's cached range when it has one."""
-    return ranges.take(sequence_database(using), sequence_name)
+    # RangeCache.take's hot path, inlined: one dict lookup and one short lock, no further call. A lock
+    # held by another thread sends the caller to take(), which knows how long it may wait for it.
+    slot = _slot_named(sequence_name) if using is None else None
+    if slot is not None:
+        lock = slot.lock
+        if lock.acquire(False):
+            try:
+                number = slot.next
+                if number < slot.trigger:
+                    slot.next = number + 1
+                    return number
+            finally:
+                lock.release()
+    alias = using or _fixed_alias or sequence_database()
+    number = ranges.take(alias, sequence_name)
+    if not using and alias == _fixed_alias:
+        slot = ranges._slots.get((alias, sequence_name))
+        if slot is not None:
+            ranges.by_name[sequence_name] = slot
+    return number
 
 
 def next_values(sequence_name: str, count: int, *, using: str | None = None) -> range:
     """`count` distinct, increasing, contiguous numbers, taken in one allocation when the cache lacks them."""
     if not isinstance(count, int) or isinstance(count, bool):
         raise TypeError(f"Sequence {sequence_name!r}: count must be an int, not {type(count).__name__}")
-    return ranges.take_many(sequence_database(using), sequence_name, count)
+    return ranges.take_many(using or _fixed_alias or sequence_database(), sequence_name, count)
 
 
 def sequence_stats() -> dict[tuple[str, str], SequenceStats]:
-    """This process's figures per (alias, sequence name): numbers handed out, ranges fetched, retries."""
+    """This process's figures per (alias, sequence name), copied: numbers handed out, fetches, retries, step.
+
+    Fields: handed_out, ranges_fetched, foreground_fetches, background_fetches, background_failures,
+    waits_for_background, retries, failures, round_trips, step, row_step, fetched_in_caller_transaction,
+    and the property blocking_fetches (foreground fetches plus waits for a background one).
+    """
     return ranges.stats()
+
+
+def wait_for_prefetch(timeout: float | None = None) -> bool:
+    """Wait until no background fetch is queued or running; True if so within `timeout` seconds."""
+    from .prefetch import prefetcher
+
+    return prefetcher.drain(timeout)
 
 
 def clear_cache() -> None:

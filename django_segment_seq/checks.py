@@ -16,6 +16,18 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "CONNECTION_RETRIES": (int,),
     "MAX_BACKOFF": (int, float),
     "CREATE_ON_FIRST_USE": (bool,),
+    "PREFETCH": (bool,),
+    "PREFETCH_AT": (int, float),
+    "ADAPTIVE_STEP": (bool,),
+    "MAX_STEP": (int,),
+    "STEP_TARGET_SECONDS": (int, float),
+}
+# Smallest and largest accepted values of numeric keys (others: not negative).
+_BOUNDS: dict[str, tuple[float, float | None]] = {
+    "DEFAULT_STEP": (1, None),
+    "MAX_STEP": (1, None),
+    "PREFETCH_AT": (0, 1),
+    "STEP_TARGET_SECONDS": (0.001, None),
 }
 
 
@@ -45,13 +57,20 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
             continue
         value = configured[key]
         wrong_type = not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
-        negative = isinstance(value, (int, float)) and not isinstance(value, bool) and value < (1 if key == "DEFAULT_STEP" else 0)
-        if wrong_type or negative:
+        low, high = _BOUNDS.get(key, (0, None))
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        out_of_bounds = numeric and (value < low or (high is not None and value > high))
+        if wrong_type or out_of_bounds:
+            if kinds == (bool,):
+                bounds = "."
+            elif high is not None:
+                bounds = f", from {low} to {high}."
+            else:
+                bounds = ", not negative." if low == 0 else f", at least {low}."
             errors.append(
                 checks.Error(
                     f"{SETTING_NAME}[{key!r}] is {value!r}.",
-                    hint=f"Expected {' or '.join(k.__name__ for k in kinds)}"
-                    + (", at least 1." if key == "DEFAULT_STEP" else ", not negative." if kinds != (bool,) else "."),
+                    hint=f"Expected {' or '.join(k.__name__ for k in kinds)}{bounds}",
                     id="django_segment_seq.E003",
                 )
             )

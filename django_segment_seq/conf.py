@@ -23,6 +23,16 @@ DEFAULTS: dict[str, Any] = {
     "MAX_BACKOFF": 0.5,
     # Create a missing Sequence row on first use; False raises SequenceNotFound instead.
     "CREATE_ON_FIRST_USE": True,
+    # Fetch the next range in a background thread before the current one runs out.
+    "PREFETCH": True,
+    # Share of the current range used (0.0-1.0) when the next one is fetched in the background.
+    "PREFETCH_AT": 0.2,
+    # Take bigger ranges under heavy demand and smaller ones under light demand (never below the row's step).
+    "ADAPTIVE_STEP": True,
+    # Ceiling of the adaptive range size; a row whose own step is larger keeps its step.
+    "MAX_STEP": 1_000_000,
+    # The adaptive step aims at ranges that last about this many seconds.
+    "STEP_TARGET_SECONDS": 60.0,
 }
 
 _cache: dict[str, Any] | None = None

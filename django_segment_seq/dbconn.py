@@ -19,6 +19,8 @@ class ConnectionPool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._idle: dict[str, list[BaseDatabaseWrapper]] = {}
+        # Connections lent out right now (a background fetch may be using one when the process forks).
+        self._borrowed: set[BaseDatabaseWrapper] = set()
         # Connections inherited through fork(): kept referenced and never closed, because closing one
         # in the child would end the parent's session on the shared socket.
         self._inherited: list[BaseDatabaseWrapper] = []
@@ -32,6 +34,8 @@ class ConnectionPool:
         if connection is None:
             connection = connections.create_connection(alias)
             connection.inc_thread_sharing()
+        with self._lock:
+            self._borrowed.add(connection)
         try:
             yield connection
         except SequenceError:
@@ -44,12 +48,17 @@ class ConnectionPool:
             self._discard_idle(alias)
             raise
         except BaseException:
+            with self._lock:
+                self._borrowed.discard(connection)
             self._discard(connection)
             raise
         self._give_back(alias, connection)
 
     def _give_back(self, alias: str, connection: BaseDatabaseWrapper) -> None:
         with self._lock:
+            if connection not in self._borrowed:
+                return  # lent out before a fork: it belongs to the parent
+            self._borrowed.discard(connection)
             self._idle.setdefault(alias, []).append(connection)
 
     def _discard_idle(self, alias: str) -> None:
@@ -70,7 +79,9 @@ class ConnectionPool:
         self._lock = threading.Lock()
         for conns in self._idle.values():
             self._inherited.extend(conns)
+        self._inherited.extend(self._borrowed)
         self._idle = {}
+        self._borrowed = set()
 
     @staticmethod
     def _discard(connection: BaseDatabaseWrapper) -> None:

@@ -48,16 +48,17 @@ def check_row(name: str, row: Row) -> None:
         )
 
 
-def next_block(name: str, row: Row, wanted: int = 1) -> Block:
-    """The block after row.value of max(step, wanted) numbers, never crossing max_value.
+def next_block(name: str, row: Row, wanted: int = 1, prefer: int = 0) -> Block:
+    """The block after row.value of max(step, wanted, prefer) numbers, never crossing max_value.
 
-    At least `wanted` numbers are guaranteed; a shorter step-sized block is allowed only at the
-    top of the range. Past max_value the block wraps to min_value when cycle is on.
+    At least `wanted` numbers are guaranteed; a shorter block is allowed only at the top of the
+    range. `prefer` is the adaptive size a process asks for; the row's step stays the floor.
+    Past max_value the block wraps to min_value when cycle is on.
     """
     if wanted < 1:
         raise ValueError(f"Sequence {name!r}: the count must be at least 1, not {wanted}")
     check_row(name, row)
-    size = max(row.step, wanted)
+    size = max(row.step, wanted, prefer)
     first = max(row.value + 1, row.min_value)
     left = row.max_value - first + 1
     if left < wanted:

@@ -80,3 +80,8 @@ TEMPLATES = [
 ]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 SEGMENT_SEQ = {"MAX_BACKOFF": 0.05}
+# The suite's exact-count tests assume one foreground fetch per range; tests of prefetch and the
+# adaptive step switch them on themselves (and worker processes with SEGMENT_SEQ_TEST_PREFETCH=1).
+SEGMENT_SEQ.update(PREFETCH=False, ADAPTIVE_STEP=False)
+if os.environ.get("SEGMENT_SEQ_TEST_PREFETCH"):
+    SEGMENT_SEQ.update(PREFETCH=True, ADAPTIVE_STEP=True, PREFETCH_AT=0.2)

@@ -12,7 +12,7 @@ def main(mode: str, name: str, count: int, out: str) -> None:
 
     django.setup()
     from django_segment_seq import next_value, next_values
-    from tests.testapp.models import Order
+    from tests.testapp.models import BulkItem, Order
 
     got: list[int] = []
     if mode == "value":
@@ -26,6 +26,10 @@ def main(mode: str, name: str, count: int, out: str) -> None:
         while len(got) < count:
             got.append(next_value(name))
             got.extend(next_values(name, 5))
+    elif mode == "bulk":  # name is ignored: BulkItem uses "bulk-id" and "bulk-serial"
+        while len(got) < count:
+            items = BulkItem.objects.bulk_create([BulkItem() for _ in range(min(250, count - len(got)))])
+            got.extend(item.pk for item in items)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     with open(out, "w") as fh:

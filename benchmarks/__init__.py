@@ -1,0 +1,1 @@
+"""Benchmarks of django-segment-seq; run with ./dev bench."""

@@ -1,0 +1,1 @@
+"""Models the benchmark creates rows of."""

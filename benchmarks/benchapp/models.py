@@ -1,0 +1,34 @@
+"""Benchmark models: the same row keyed by a SequenceField, by an AutoField, and by explicit ids."""
+
+from django.db import models
+
+from django_segment_seq import SequenceField, SequenceManager
+
+
+class SeqKeyed(models.Model):
+    id = SequenceField("bench-create", primary_key=True)
+    note = models.CharField(max_length=20)
+
+
+class AutoKeyed(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    note = models.CharField(max_length=20)
+
+
+class SeqBulk(models.Model):
+    id = SequenceField("bench-bulk", primary_key=True)
+    note = models.CharField(max_length=20)
+
+    objects = SequenceManager()
+
+
+class AutoBulk(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    note = models.CharField(max_length=20)
+
+
+class CounterBulk(models.Model):
+    """Keys from a plain in-memory counter: the floor cost of sending a key column."""
+
+    id = models.BigIntegerField(primary_key=True)
+    note = models.CharField(max_length=20)

@@ -1,0 +1,69 @@
+"""Bulk numbering: every empty SequenceField of a list of new objects filled with one allocation per sequence.
+
+Django's bulk_create asks a field for one value per object and never shows it the whole list, so
+the list is numbered before Django sees it: by `SequenceQuerySet.bulk_create` (or a manager built
+from it) or by calling `fill_sequences(objs)` yourself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence as SequenceOf
+from typing import Any
+
+from django.db import models
+
+from .api import next_values
+
+
+def fill_sequences(objs: SequenceOf[models.Model]) -> int:
+    """Number the empty SequenceFields of `objs` in place, one next_values() call per sequence; returns how many.
+
+    As in SequenceField.pre_save at INSERT, a field is empty when its value is None.
+    """
+    wanted: dict[str, list[tuple[list[models.Model], str]]] = {}
+    for model, group in _by_model(objs):
+        for field in _sequence_fields(model):
+            attname = field.attname
+            # Read the instance dict: Django's field descriptor costs a Python call per object.
+            empty = [obj for obj in group if obj.__dict__.get(attname, 0) is None]
+            if empty:
+                wanted.setdefault(field.sequence_name, []).append((empty, attname))
+    filled = 0
+    for name, parts in wanted.items():
+        numbers = iter(next_values(name, sum(len(empty) for empty, _ in parts)))
+        for empty, attname in parts:
+            for obj, number in zip(empty, numbers):
+                obj.__dict__[attname] = number
+            filled += len(empty)
+    return filled
+
+
+def _by_model(objs: SequenceOf[models.Model]) -> Iterable[tuple[type[models.Model], list[models.Model]]]:
+    if not objs:
+        return []
+    first = type(objs[0])
+    if all(type(obj) is first for obj in objs):
+        return [(first, list(objs))]
+    groups: dict[type[models.Model], list[models.Model]] = {}
+    for obj in objs:
+        groups.setdefault(type(obj), []).append(obj)
+    return list(groups.items())
+
+
+def _sequence_fields(model: type[models.Model]) -> list[Any]:
+    from .fields import SequenceField
+
+    return [f for f in model._meta.concrete_fields if isinstance(f, SequenceField)]
+
+
+class SequenceQuerySet(models.QuerySet):
+    """A QuerySet whose bulk_create takes all numbers of a call with one allocation per sequence."""
+
+    def bulk_create(self, objs: Iterable[models.Model], *args: Any, **kwargs: Any) -> list[models.Model]:
+        objs = list(objs)
+        fill_sequences(objs)
+        return super().bulk_create(objs, *args, **kwargs)
+
+
+class SequenceManager(models.Manager.from_queryset(SequenceQuerySet)):  # type: ignore[misc]
+    """The default manager to give models with SequenceFields that are created with bulk_create."""
