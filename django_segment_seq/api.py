@@ -40,3 +40,6 @@ def sequence_stats() -> dict[tuple[str, str], SequenceStats]:
 def clear_cache() -> None:
     """Drop this process's cached ranges; their unused numbers become gaps. Needed after deleting Sequence rows."""
     ranges.clear()
+    from .periods import forget
+
+    forget()
