@@ -110,11 +110,11 @@ class _SequenceFieldMixin:
 
     def _check_shared_sequence(self) -> list[checks.CheckMessage]:
         """A gapless sequence also filled by a cached field would get gaps (and vice versa); refuse the mix."""
-        from django.apps import apps
-
+        if not hasattr(self, "model"):
+            return []
         others = [
             field
-            for model in apps.get_models()
+            for model in self.model._meta.apps.get_models()
             for field in model._meta.local_fields
             if isinstance(field, _SequenceFieldMixin)
             and field is not self
