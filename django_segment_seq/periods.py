@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from django.core.exceptions import ValidationError
 from django.db import connections, transaction
 
 from . import gapless as gapless_path
@@ -13,6 +14,7 @@ from .api import sequence_database
 from .cache import ranges
 from .exceptions import SequenceExhausted
 from .formatting import period_row_name
+from .models import validate_sequence_name
 
 T = TypeVar("T")
 
@@ -29,6 +31,10 @@ def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | No
     """Create the row on first use in this process: from the base row's settings, max_value lowered to the cap."""
     if (alias, name) in _durable:
         return
+    try:
+        validate_sequence_name(name)
+    except ValidationError as exc:
+        raise ValueError(" ".join(exc.messages)) from None
     connection = connections[alias]
     caller = None
     if connection.vendor == "sqlite":

@@ -128,3 +128,11 @@ def test_processes_saving_across_midnight(run_workers):
         assert_unique(numbers)
     rows = Sequence.objects.filter(base_name="daily-order")
     assert sorted(rows.values_list("period", "step")) == [("2026-11-22", 10), ("2026-11-23", 10)]
+
+
+def test_derived_name_over_the_limit_is_refused(clock):
+    from django_segment_seq.periods import take
+
+    with pytest.raises(ValueError, match="100"):
+        take("n" * 95, str, period="2026-11-22", gapless=True)
+    assert not Sequence.objects.exists()
