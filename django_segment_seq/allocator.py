@@ -192,23 +192,25 @@ def ensure_derived_row(
     cap: int | None = None,
     caller: BaseDatabaseWrapper | None = None,
 ) -> bool:
-    """Make sure row `name` exists, creating it on a private connection; True once it is durable.
+    """Make sure row `name` exists, creating it on a private connection; True once it is known to be committed.
 
     With `caller` (a SQLite connection inside a transaction that may hold the only write lock), the
     private connection waits briefly, then the row is created inside the caller's transaction and
     False is returned: it is gone again if that transaction rolls back.
     """
-    lock_wait = None if caller is None else 0.1
     try:
         with pool.borrow(alias) as connection:
-            if lock_wait is None:
+            if caller is None:
                 create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
             else:
-                with _sqlite_busy_timeout(connection, lock_wait):
+                with _sqlite_busy_timeout(connection, 0.1):
                     create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
         return True
     except TRANSIENT_ERRORS:
         if caller is None:
             raise
+    # Write before reading, so the caller's transaction waits for the lock instead of deadlocking on it.
+    with caller.cursor() as cursor:
+        cursor.execute(statements_for(caller).take_write_lock, [name])
     create_derived_row(caller, alias, name, base_name=base_name, period=period, cap=cap)
     return False

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TypeVar
+from weakref import WeakKeyDictionary
 
 from django.core.exceptions import ValidationError
 from django.db import connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from . import gapless as gapless_path
 from .allocator import ensure_derived_row
@@ -20,11 +22,14 @@ T = TypeVar("T")
 
 # (alias, row name) of rows this process has seen committed, so first-use creation is tried once per period.
 _durable: set[tuple[str, str]] = set()
+# Rows created inside a caller's SQLite transaction, per connection: name -> that transaction's commit hook.
+_in_transaction: WeakKeyDictionary[BaseDatabaseWrapper, dict[str, Callable[[], None]]] = WeakKeyDictionary()
 
 
 def forget() -> None:
     """Forget which rows exist (after deleting rows, in tests)."""
     _durable.clear()
+    _in_transaction.clear()
 
 
 def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | None, cap: int | None) -> None:
@@ -41,8 +46,23 @@ def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | No
         raw = connection.connection
         if connection.in_atomic_block or (raw is not None and raw.in_transaction):
             caller = connection
+    if caller is not None and _created_in(caller, name):
+        return
     if ensure_derived_row(alias, name, base_name=base_name, period=period, cap=cap, caller=caller):
         _durable.add((alias, name))
+    elif caller is not None and caller.in_atomic_block:
+        # Created inside the caller's transaction: known there until it ends, durable once it commits.
+        def committed() -> None:
+            _durable.add((alias, name))
+
+        _in_transaction.setdefault(caller, {})[name] = committed
+        transaction.on_commit(committed, using=alias)
+
+
+def _created_in(connection: BaseDatabaseWrapper, name: str) -> bool:
+    """Whether this transaction created the row and has not rolled that back (its commit hook is still queued)."""
+    callback = _in_transaction.get(connection, {}).get(name)
+    return callback is not None and any(func is callback for _, func, *_rest in connection.run_on_commit)
 
 
 def take(

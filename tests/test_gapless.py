@@ -6,7 +6,7 @@ from django.db import transaction
 from django_segment_seq import sequence_stats
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
-from tests.testapp.models import CountedInvoice, GaplessInvoice
+from tests.testapp.models import CountedInvoice, GaplessInvoice, Order
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -75,3 +75,26 @@ def test_concurrent_transactions_with_rollbacks_leave_no_gap(run_workers):
     stored = assert_unique(GaplessInvoice.objects.values_list("number", flat=True), 100)
     assert sorted(stored) == [f"INV-2026-{n:05d}" for n in range(1, 101)]
     assert Sequence.objects.get(name="gapless-invoice@2026").value == 100
+
+
+def test_first_use_inside_a_transaction_that_already_wrote(clock):
+    """On SQLite the transaction holds the only write lock: the period row is created inside it."""
+    with pytest.raises(Rollback), transaction.atomic():
+        Order.objects.create(order_no=1)  # a write: on SQLite it takes the only write lock
+        numbers = [GaplessInvoice.objects.create().number for _ in range(3)]
+        assert numbers == ["INV-2026-00001", "INV-2026-00002", "INV-2026-00003"]
+        raise Rollback
+    with transaction.atomic():
+        Order.objects.create(order_no=1)  # a write: on SQLite it takes the only write lock
+        assert GaplessInvoice.objects.create().number == "INV-2026-00001"
+    assert Sequence.objects.get(name="gapless-invoice@2026").value == 1
+
+
+def test_formatted_cached_field_inside_a_transaction_that_already_wrote(clock):
+    from tests.testapp.models import DailyOrder
+
+    with transaction.atomic():
+        Order.objects.create(order_no=1)  # a write: on SQLite it takes the only write lock
+        codes = [DailyOrder.objects.create().order_no for _ in range(3)]
+    assert_unique(codes, 3)
+    assert Sequence.objects.get(name="daily-order@2026-11-22").max_value == 999_999
