@@ -106,7 +106,32 @@ class _SequenceFieldMixin:
             )
         else:
             errors += self._check_shared_sequence()
+            if self.gapless:
+                errors += self._check_gapless_database()
         return errors
+
+    def _check_gapless_database(self) -> list[checks.CheckMessage]:
+        """The row lock must be taken in the transaction that saves the model, so both must share a database."""
+        from django.db import router
+
+        from .api import sequence_database
+
+        if not hasattr(self, "model"):
+            return []
+        model_alias, sequence_alias = router.db_for_write(self.model), sequence_database()
+        if model_alias == sequence_alias:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField gapless=True on {self.model._meta.label} cannot lock its number in the model's "
+                f"transaction: the model is saved to database {model_alias!r}, the Sequence table is in "
+                f"{sequence_alias!r}.",
+                hint="Keep the Sequence table in the model's database (SEGMENT_SEQ['DATABASE'], routers), "
+                "or drop gapless=True.",
+                obj=self,
+                id="django_segment_seq.E017",
+            )
+        ]
 
     def _check_shared_sequence(self) -> list[checks.CheckMessage]:
         """A gapless sequence also filled by a cached field would get gaps (and vice versa); refuse the mix."""

@@ -98,3 +98,17 @@ def test_gapless_and_cached_fields_on_one_sequence_are_reported():
 
 def test_manage_py_check_passes_on_the_test_models():
     call_command("check", fail_level="WARNING", verbosity=0)
+
+
+@isolate_apps("tests.testapp")
+def test_gapless_with_the_sequence_table_in_another_database_is_reported(settings):
+    settings.SEGMENT_SEQ = {"DATABASE": "other"}
+
+    class Model(models.Model):
+        number = SequenceField("elsewhere", gapless=True)
+
+        class Meta:
+            app_label = "testapp"
+
+    messages = Model._meta.get_field("number").check()
+    assert [m.id for m in messages] == ["django_segment_seq.E017"] and "'other'" in messages[0].msg
