@@ -136,3 +136,17 @@ def test_derived_name_over_the_limit_is_refused(clock):
     with pytest.raises(ValueError, match="100"):
         take("n" * 95, str, period="2026-11-22", gapless=True)
     assert not Sequence.objects.exists()
+
+
+def test_ten_thousandth_ticket_of_a_day_is_refused(clock):
+    KindTicket.objects.create(kind="IS")
+    Sequence.objects.filter(name="kind-ticket@2026-11-22").update(value=9998)
+    clear_cache()
+    assert KindTicket.objects.create(kind="RQ").code == "RQ202611229999"
+    with pytest.raises(SequenceExhausted) as caught:
+        KindTicket.objects.create(kind="IS")
+    assert "'kind-ticket', period 2026-11-22" in str(caught.value)
+    assert caught.value.period == "2026-11-22" and caught.value.sequence_name == "kind-ticket"
+    assert max(len(code) for code in KindTicket.objects.values_list("code", flat=True)) == 14
+    clock.advance(days=1)
+    assert KindTicket.objects.create(kind="IS").code == "IS202611230001"
