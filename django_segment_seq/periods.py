@@ -117,7 +117,10 @@ def _explained(exc: SequenceExhausted, sequence_name: str, period: str | None, c
             + (" or reset more often." if period else ".")
         )
     else:
-        message = f"{where} is exhausted: {exc}"
+        message = (
+            f"{where} is exhausted: row {exc.name!r} reached its max_value {exc.max_value} and cycle is off. "
+            "Raise that row's max_value, or turn on cycle (cycling repeats numbers)."
+        )
     explained = SequenceExhausted(exc.name, exc.max_value)
     explained.args = (message,)
     explained.period = period  # type: ignore[attr-defined]
