@@ -1,11 +1,13 @@
-"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion."""
+"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion; periods with their sequence."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.db.models import F, Q, QuerySet
+from django.db.models.functions import Coalesce
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
@@ -31,15 +33,33 @@ class SequenceForm(forms.ModelForm):
         return self.cleaned_data.get("value")
 
 
+class SequenceFilter(admin.SimpleListFilter):
+    """Shows a sequence that restarts per period together with all its per-period rows."""
+
+    title = _("sequence")
+    parameter_name = "sequence"
+
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+        names = Sequence.objects.exclude(base_name=None).values_list("base_name", flat=True).distinct()
+        return [(name, name) for name in sorted(set(names))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Sequence]) -> QuerySet[Sequence] | None:
+        if self.value():
+            return queryset.filter(Q(name=self.value()) | Q(base_name=self.value()))
+        return queryset
+
+
 @admin.register(Sequence)
 class SequenceAdmin(admin.ModelAdmin):
     form = SequenceForm
-    list_display = ["name", "value", "step", "min_value", "max_value", "cycle", "modified"]
-    list_filter = ["cycle"]
+    list_display = ["name", "period", "value", "step", "min_value", "max_value", "cycle", "modified"]
+    list_filter = [SequenceFilter, "cycle"]
     search_fields = ["name"]
-    readonly_fields = ["created", "modified"]
+    readonly_fields = ["base_name", "period", "created", "modified"]
+    # Each sequence, then its periods newest first.
+    ordering = [Coalesce("base_name", "name").asc(), F("period").desc(nulls_first=True), "name"]
     fieldsets = [
-        (None, {"fields": ["name", "value"]}),
+        (None, {"fields": ["name", "value", "base_name", "period"]}),
         (_("Allocation"), {"fields": ["step", "min_value", "max_value", "cycle"]}),
         (_("History"), {"fields": ["created", "modified"]}),
     ]
@@ -51,3 +71,15 @@ class SequenceAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # A deleted row restarts at its minimum on next use, repeating every number handed out so far.
         return False
+
+    def save_model(self, request: HttpRequest, obj: Sequence, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if change and obj.base_name is None and Sequence.objects.filter(base_name=obj.name).exists():
+            messages.info(
+                request,
+                _(
+                    "Periods of %(name)s created from now on take this step and these limits; "
+                    "existing period rows keep their own (edit them one by one)."
+                )
+                % {"name": obj.name},
+            )

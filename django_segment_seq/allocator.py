@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from .conf import app_settings
 from .dbconn import pool
-from .exceptions import SequenceContention, SequenceNotFound, SequenceUnavailable
+from .exceptions import SequenceContention, SequenceMisconfigured, SequenceNotFound, SequenceUnavailable
 from .ranges import Block, Row, next_block
-from .statements import statements_for
+from .statements import flow_statements_for, statements_for
 
 # Errors after which a fresh connection and another attempt may succeed.
 TRANSIENT_ERRORS: tuple[type[DatabaseError], ...] = (OperationalError, InterfaceError)
@@ -176,3 +176,86 @@ def _create_row(
 def backoff(attempt: int, ceiling: float) -> None:
     """Sleep a random time that grows with the attempt, so contenders spread out instead of colliding again."""
     time.sleep(random.uniform(0, min(ceiling, 0.001 * 2 ** min(attempt, 12))))
+
+
+# Flow numbers: rows derived from a base sequence (one per period) or capped by a format's width.
+
+
+def create_derived_row(
+    connection: BaseDatabaseWrapper,
+    alias: str,
+    name: str,
+    *,
+    base_name: str | None = None,
+    period: str | None = None,
+    cap: int | None = None,
+) -> None:
+    """Create row `name` if missing, from `base_name`'s step and limits (created per CREATE_ON_FIRST_USE) or the defaults.
+
+    Its max_value is lowered to `cap`. Creation is INSERT-if-missing, so many processes may race here
+    and all but one quietly find the row there. An existing row is left as it is.
+    """
+    from .models import Sequence
+
+    settings = app_settings()
+    sql = statements_for(connection)
+    with connection.cursor() as cursor:
+        if _read_row(cursor, sql.select_row, name) is not None:
+            return
+        if base_name is None:
+            if not settings["CREATE_ON_FIRST_USE"]:
+                raise SequenceNotFound(name, alias)
+            field = Sequence._meta.get_field
+            min_value = field("min_value").default
+            template = Row(min_value - 1, settings["DEFAULT_STEP"], min_value, field("max_value").default, False)
+        else:
+            template = _read_row(cursor, sql.select_row, base_name)
+            if template is None:
+                _create_row(connection, cursor, sql.insert_if_missing, alias, base_name, settings)
+                template = _read_row(cursor, sql.select_row, base_name)
+                if template is None:  # pragma: no cover - the insert above either created it or found it
+                    raise SequenceNotFound(base_name, alias)
+        max_value = template.max_value if cap is None else min(template.max_value, cap)
+        if max_value < template.min_value:
+            raise SequenceMisconfigured(
+                name, f"its format holds numbers up to {cap}, below the sequence's min_value {template.min_value}"
+            )
+        step = min(template.step, max_value - template.min_value + 1)
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        cursor.execute(
+            flow_statements_for(connection).insert_derived_if_missing,
+            [name, template.min_value - 1, step, template.min_value, max_value, template.cycle, now, now, base_name, period],
+        )
+
+
+def ensure_derived_row(
+    alias: str,
+    name: str,
+    *,
+    base_name: str | None = None,
+    period: str | None = None,
+    cap: int | None = None,
+    caller: BaseDatabaseWrapper | None = None,
+) -> bool:
+    """Make sure row `name` exists, creating it on a private connection; True once it is known to be committed.
+
+    With `caller` (a SQLite connection inside a transaction that may hold the only write lock), the
+    private connection waits briefly, then the row is created inside the caller's transaction and
+    False is returned: it is gone again if that transaction rolls back.
+    """
+    try:
+        with pool.borrow(alias) as connection:
+            if caller is None:
+                create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
+            else:
+                with _sqlite_busy_timeout(connection, 0.1):
+                    create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
+        return True
+    except TRANSIENT_ERRORS:
+        if caller is None:
+            raise
+    # Write before reading, so the caller's transaction waits for the lock instead of deadlocking on it.
+    with caller.cursor() as cursor:
+        cursor.execute(statements_for(caller).take_write_lock, [name])
+    create_derived_row(caller, alias, name, base_name=base_name, period=period, cap=cap)
+    return False

@@ -94,3 +94,6 @@ def wait_for_prefetch(timeout: float | None = None) -> bool:
 def clear_cache() -> None:
     """Drop this process's cached ranges; their unused numbers become gaps. Needed after deleting Sequence rows."""
     ranges.clear()
+    from .periods import forget
+
+    forget()

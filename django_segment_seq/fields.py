@@ -1,13 +1,16 @@
-"""SequenceField: a model field filled from a named sequence when its row is first inserted."""
+"""SequenceField: a model field filled from a named sequence when its row is first inserted, as a number or formatted text."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.core import checks
-from django.core.exceptions import ValidationError
+from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+from . import formatting
+from .formatting import PERIOD_SUFFIX_LENGTH, RESETS, FlowFormat
 
 
 def filled_at_save() -> None:
@@ -15,24 +18,23 @@ def filled_at_save() -> None:
     return None
 
 
-class SequenceField(models.BigIntegerField):
-    """A BigIntegerField whose value, when left empty, is taken from a sequence at INSERT time.
+class _SequenceFieldMixin:
+    """What the integer and the formatted field share: the sequence name, the flow options and their checks."""
 
-    A value assigned by the caller is stored as given, and updates never touch it.
-    """
+    sequence_name: str
+    reset: Any
+    gapless: Any
 
-    description = _("Number from a named sequence")
-
-    def __init__(self, sequence_name: str, *args: Any, **kwargs: Any) -> None:
+    def _setup(self, sequence_name: str, reset: Any, gapless: Any, kwargs: dict[str, Any]) -> None:
         self.sequence_name = sequence_name
+        self.reset = reset
+        self.gapless = gapless
         kwargs.setdefault("blank", True)
         if kwargs.get("primary_key") and "default" not in kwargs:
             # A primary key with a default makes save() INSERT at once instead of trying an UPDATE first.
             kwargs["default"] = filled_at_save
-        super().__init__(*args, **kwargs)
 
-    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
-        name, _path, args, kwargs = super().deconstruct()
+    def _deconstruct_common(self, kwargs: dict[str, Any]) -> None:
         if kwargs.get("blank") is True:
             del kwargs["blank"]
         else:
@@ -40,25 +42,10 @@ class SequenceField(models.BigIntegerField):
         if kwargs.get("default") is filled_at_save:
             del kwargs["default"]
         kwargs["sequence_name"] = self.sequence_name
-        return name, "django_segment_seq.fields.SequenceField", args, kwargs
-
-    def get_pk_value_on_save(self, instance: models.Model) -> int:
-        """Number a new primary key before Django decides between INSERT and UPDATE, and before bulk_create."""
-        from .api import next_value
-
-        return next_value(self.sequence_name)
-
-    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
-        value = getattr(model_instance, self.attname)
-        if add and value is None:
-            from .api import next_value
-
-            value = next_value(self.sequence_name)
-            setattr(model_instance, self.attname, value)
-        return value
-
-    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
-        return [*super().check(**kwargs), *self._check_sequence_name()]
+        if self.reset is not None:
+            kwargs["reset"] = self.reset
+        if self.gapless is not False:
+            kwargs["gapless"] = self.gapless
 
     def _check_sequence_name(self) -> list[checks.CheckMessage]:
         from .models import validate_sequence_name
@@ -75,3 +62,298 @@ class SequenceField(models.BigIntegerField):
                 )
             ]
         return []
+
+    def _check_flow_options(self, fmt: FlowFormat | None) -> list[checks.CheckMessage]:
+        errors: list[checks.CheckMessage] = []
+        if self.reset is not None and self.reset not in RESETS:
+            errors.append(
+                checks.Error(
+                    f"SequenceField reset={self.reset!r} is unknown.",
+                    hint='Use reset=None, "daily", "monthly" or "yearly".',
+                    obj=self,
+                    id="django_segment_seq.E013",
+                )
+            )
+        elif self.reset is not None and fmt is None:
+            errors.append(
+                checks.Error(
+                    f"SequenceField reset={self.reset!r} needs a format: an integer field cannot show the period, "
+                    "so every period would repeat the numbers of the one before.",
+                    hint='Add a format with the date, e.g. format="{date:%Y%m%d}{value:06d}", or drop reset.',
+                    obj=self,
+                    id="django_segment_seq.E014",
+                )
+            )
+        elif self.reset is not None and isinstance(self.sequence_name, str):
+            if len(self.sequence_name) + PERIOD_SUFFIX_LENGTH > 100 or "@" in self.sequence_name:
+                errors.append(
+                    checks.Error(
+                        f"SequenceField sequence_name {self.sequence_name!r} cannot carry a period: per-period rows "
+                        f"are named '<sequence_name>@<period>', which must stay within 100 characters.",
+                        hint=f"With reset, use a name of at most {100 - PERIOD_SUFFIX_LENGTH} characters without '@'.",
+                        obj=self,
+                        id="django_segment_seq.E018",
+                    )
+                )
+        if not isinstance(self.gapless, bool):
+            errors.append(
+                checks.Error(
+                    f"SequenceField gapless={self.gapless!r} must be True or False.",
+                    hint="Pass gapless=True for numbers without gaps, or leave it out.",
+                    obj=self,
+                    id="django_segment_seq.E017",
+                )
+            )
+        else:
+            errors += self._check_shared_sequence()
+            if self.gapless:
+                errors += self._check_gapless_database()
+        return errors
+
+    def _check_gapless_database(self) -> list[checks.CheckMessage]:
+        """The row lock must be taken in the transaction that saves the model, so both must share a database."""
+        from django.db import router
+
+        from .api import sequence_database
+
+        if not hasattr(self, "model"):
+            return []
+        model_alias, sequence_alias = router.db_for_write(self.model), sequence_database()
+        if model_alias == sequence_alias:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField gapless=True on {self.model._meta.label} cannot lock its number in the model's "
+                f"transaction: the model is saved to database {model_alias!r}, the Sequence table is in "
+                f"{sequence_alias!r}.",
+                hint="Keep the Sequence table in the model's database (SEGMENT_SEQ['DATABASE'], routers), "
+                "or drop gapless=True.",
+                obj=self,
+                id="django_segment_seq.E017",
+            )
+        ]
+
+    def _check_shared_sequence(self) -> list[checks.CheckMessage]:
+        """A gapless sequence also filled by a cached field would get gaps (and vice versa); refuse the mix."""
+        if not hasattr(self, "model"):
+            return []
+        others = [
+            field
+            for model in self.model._meta.apps.get_models()
+            for field in model._meta.local_fields
+            if isinstance(field, _SequenceFieldMixin)
+            and field is not self
+            and field.sequence_name == self.sequence_name
+            and field.gapless is not self.gapless
+        ]
+        if not others:
+            return []
+        other = others[0]
+        return [
+            checks.Error(
+                f"Sequence {self.sequence_name!r} is gapless in one field and cached in another "
+                f"({other.model._meta.label}.{other.name}): cached ranges would leave gaps in the gapless numbers.",
+                hint="Give every field of a gapless sequence gapless=True, or use different sequence names.",
+                obj=self,
+                id="django_segment_seq.E017",
+            )
+        ]
+
+
+class SequenceField(_SequenceFieldMixin, models.BigIntegerField):
+    """A BigIntegerField whose value, when left empty, is taken from a sequence at INSERT time.
+
+    A value assigned by the caller is stored as given, and updates never touch it. With
+    format=..., SequenceField(...) builds a FormattedSequenceField (a CharField) instead.
+    """
+
+    description = _("Number from a named sequence")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is SequenceField and kwargs.get("format") is not None:
+            return FormattedSequenceField(*args, **kwargs)
+        return super().__new__(cls)
+
+    def __init__(
+        self, sequence_name: str, *args: Any, reset: str | None = None, gapless: bool = False, **kwargs: Any
+    ) -> None:
+        kwargs.pop("format", None)  # None here: a format makes __new__ build a FormattedSequenceField
+        self._setup(sequence_name, reset, gapless, kwargs)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        self._deconstruct_common(kwargs)
+        return name, "django_segment_seq.fields.SequenceField", args, kwargs
+
+    def _take(self) -> int:
+        if self.gapless:
+            from .periods import take
+
+            return take(self.sequence_name, int, gapless=True)
+        from .api import next_value
+
+        return next_value(self.sequence_name)
+
+    def get_pk_value_on_save(self, instance: models.Model) -> int:
+        """Number a new primary key before Django decides between INSERT and UPDATE, and before bulk_create."""
+        return self._take()
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        value = getattr(model_instance, self.attname)
+        if add and value is None:
+            value = self._take()
+            setattr(model_instance, self.attname, value)
+        return value
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        return [*super().check(**kwargs), *self._check_sequence_name(), *self._check_flow_options(None)]
+
+
+class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
+    """A CharField holding a flow number ("OD20261122000123"): a sequence number rendered by a format.
+
+    With reset, each day, month or year counts from the sequence's minimum in its own row; a
+    zero-padded width caps the count; with gapless, numbers are taken under a row lock.
+    """
+
+    description = _("Formatted number from a named sequence")
+
+    def __init__(
+        self,
+        sequence_name: str,
+        *args: Any,
+        format: formatting.Format,
+        reset: str | None = None,
+        gapless: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        self.format = format
+        self.flow = FlowFormat(format)
+        self._setup(sequence_name, reset, gapless, kwargs)
+        kwargs.setdefault("max_length", self.flow.default_max_length())
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        self._deconstruct_common(kwargs)
+        kwargs["format"] = self.format
+        return name, "django_segment_seq.fields.SequenceField", args, kwargs
+
+    def _take(self, instance: models.Model) -> str:
+        from .periods import take
+
+        moment = formatting.now()
+        period = formatting.period_key(moment, self.reset) if self.reset in RESETS else None
+
+        def render(value: int) -> str:
+            text = self.flow.render(value, instance, moment)
+            if self.max_length is not None and len(text) > self.max_length:
+                raise ValueError(
+                    f"{self.model._meta.label}.{self.name}: {text!r} is {len(text)} characters long, "
+                    f"more than max_length={self.max_length}. Raise max_length."
+                )
+            return text
+
+        return take(self.sequence_name, render, period=period, cap=self.flow.cap, gapless=self.gapless is True)
+
+    def get_pk_value_on_save(self, instance: models.Model) -> str:
+        """Number a new primary key before Django decides between INSERT and UPDATE, and before bulk_create."""
+        return self._take(instance)
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        value = getattr(model_instance, self.attname)
+        if add and value in (None, ""):
+            value = self._take(model_instance)
+            setattr(model_instance, self.attname, value)
+        return value
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        return [
+            *super().check(**kwargs),
+            *self._check_sequence_name(),
+            *self._check_format(),
+            *self._check_flow_options(self.flow),
+        ]
+
+    def _check_format(self) -> list[checks.CheckMessage]:
+        fmt = self.flow
+        errors: list[checks.CheckMessage] = [
+            checks.Error(
+                f"SequenceField format is invalid: {problem}.",
+                hint='Use placeholders {value[:int spec]}, {date[:strftime spec]} and {instance.<attribute>}, '
+                'e.g. format="OD{date:%Y%m%d}{value:06d}", or a callable (value, instance, now) -> str.',
+                obj=self,
+                id="django_segment_seq.E011",
+            )
+            for problem in fmt.problems
+        ]
+        if errors:
+            return errors
+        if not fmt.has_value:
+            errors.append(
+                checks.Error(
+                    f"SequenceField format {fmt.source!r} has no {{value}}, so every row would get the same text.",
+                    hint='Add the number, e.g. "{value:06d}".',
+                    obj=self,
+                    id="django_segment_seq.E012",
+                )
+            )
+        if self.reset in RESETS:
+            problem = fmt.period_problem(self.reset)
+            if problem:
+                errors.append(
+                    checks.Error(
+                        f"SequenceField format {fmt.source!r} with reset={self.reset!r}: {problem}.",
+                        hint=f"Put the whole period in the format, e.g. {_DATE_HINT[self.reset]}, "
+                        "or reset less often.",
+                        obj=self,
+                        id="django_segment_seq.E015",
+                    )
+                )
+        instance_widths = []
+        for path in fmt.instance_paths:
+            width = self._instance_width(path)
+            if width is _UNKNOWN_ATTRIBUTE:
+                errors.append(
+                    checks.Error(
+                        f"SequenceField format {fmt.source!r} refers to instance{path}, "
+                        f"which {self.model._meta.label} does not have.",
+                        hint="Use an attribute or field of the model, e.g. {instance.kind}.",
+                        obj=self,
+                        id="django_segment_seq.E019",
+                    )
+                )
+                return errors
+            instance_widths.append(width if isinstance(width, int) else 0)
+        widest = fmt.widest(instance_widths)
+        if widest is not None and self.max_length is not None and widest > self.max_length:
+            errors.append(
+                checks.Error(
+                    f"SequenceField max_length={self.max_length} is too short for format {fmt.source!r}, "
+                    f"whose widest text is {widest} characters.",
+                    hint=f"Set max_length={widest} or more, or narrow the format.",
+                    obj=self,
+                    id="django_segment_seq.E016",
+                )
+            )
+        return errors
+
+    def _instance_width(self, path: str) -> object:
+        """The widest text of {instance<path>} when a model field tells it; None when unknown."""
+        if not path.startswith(".") or "." in path[1:] or "[" in path:
+            return None
+        attribute = path[1:]
+        try:
+            field = self.model._meta.get_field(attribute)
+        except FieldDoesNotExist:
+            return None if hasattr(self.model, attribute) else _UNKNOWN_ATTRIBUTE
+        if field.choices:
+            return max((len(str(key)) for key, _label in field.flatchoices), default=0)
+        if getattr(field, "max_length", None):
+            return field.max_length
+        return None
+
+
+_UNKNOWN_ATTRIBUTE = object()
+_DATE_HINT = {"daily": "{date:%Y%m%d}", "monthly": "{date:%Y%m}", "yearly": "{date:%Y}"}

@@ -53,6 +53,23 @@ class Sequence(models.Model):
         default=False,
         help_text=_("Start again at the minimum after the maximum. Cycling repeats numbers by design."),
     )
+    base_name = models.CharField(
+        _("base sequence"),
+        max_length=NAME_MAX_LENGTH,
+        null=True,
+        blank=True,
+        editable=False,
+        db_index=True,
+        help_text=_("For a per-period row of a sequence that restarts daily, monthly or yearly: that sequence."),
+    )
+    period = models.CharField(
+        _("period"),
+        max_length=10,
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("The day (YYYY-MM-DD), month (YYYY-MM) or year (YYYY) this row counts."),
+    )
     created = models.DateTimeField(_("created"), auto_now_add=True)
     modified = models.DateTimeField(_("modified"), auto_now=True)
 

@@ -66,3 +66,65 @@ def statements_for(connection: BaseDatabaseWrapper) -> Statements:
     for field in ("name", "value", "step", "min_value", "max_value", "cycle", "created", "modified"):
         names[field] = quote(opts.get_field(field).column)
     return _for_vendor(connection.vendor, tuple(sorted(names.items())))
+
+
+# Flow numbers (formatted fields): rows derived from a base sequence, and the gapless in-transaction path.
+
+_INSERT_DERIVED = (
+    "INSERT INTO {table} ({name}, {value}, {step}, {min_value}, {max_value}, {cycle}, {created}, {modified}, "
+    "{base_name}, {period}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+
+# A per-period row (or a row capped by a format's width), created on first use by whoever gets there first.
+INSERT_DERIVED_IF_MISSING = {
+    "postgresql": _INSERT_DERIVED + " ON CONFLICT ({name}) DO NOTHING",
+    "sqlite": _INSERT_DERIVED + " ON CONFLICT ({name}) DO NOTHING",
+    "mysql": _INSERT_DERIVED + " ON DUPLICATE KEY UPDATE {name} = {name}",
+}
+
+# Gapless: read the row and keep it locked until the caller's transaction ends. SQLite has no FOR UPDATE;
+# TAKE_WRITE_LOCK is sent first there, and its single writer lock serialises the rest.
+LOCK_ROW = {
+    "postgresql": SELECT_ROW + " FOR UPDATE",
+    "sqlite": SELECT_ROW,
+    "mysql": SELECT_ROW + " FOR UPDATE",
+}
+
+# Gapless: the row is locked, so a plain UPDATE is enough.
+SET_VALUE = "UPDATE {table} SET {value} = %s, {modified} = %s WHERE {name} = %s"
+
+
+class FlowStatements(NamedTuple):
+    insert_derived_if_missing: str
+    lock_row: str
+    take_write_lock: str | None
+    set_value: str
+
+
+@lru_cache(maxsize=None)
+def _flow_for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> FlowStatements:
+    names = dict(quote)
+    if vendor not in INSERT_DERIVED_IF_MISSING:
+        raise NotImplementedError(
+            f"django-segment-seq supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}."
+        )
+    return FlowStatements(
+        INSERT_DERIVED_IF_MISSING[vendor].format(**names),
+        LOCK_ROW[vendor].format(**names),
+        TAKE_WRITE_LOCK.format(**names) if vendor == "sqlite" else None,
+        SET_VALUE.format(**names),
+    )
+
+
+def flow_statements_for(connection: BaseDatabaseWrapper) -> FlowStatements:
+    """The flow-number statements for this connection's vendor, with names quoted its way."""
+    from .models import Sequence
+
+    opts = Sequence._meta
+    quote = connection.ops.quote_name
+    names = {"table": quote(opts.db_table)}
+    for field in (
+        "name", "value", "step", "min_value", "max_value", "cycle", "created", "modified", "base_name", "period"
+    ):
+        names[field] = quote(opts.get_field(field).column)
+    return _flow_for_vendor(connection.vendor, tuple(sorted(names.items())))

@@ -152,3 +152,40 @@ def stress_workers(transactional_db, tmp_path) -> Iterable[StressWorkers]:
     workers = StressWorkers(tmp_path)
     yield workers
     workers.kill_all()
+
+
+class Clock:
+    """The instant formatted sequence fields see, set by a test instead of waiting for midnight."""
+
+    def __init__(self) -> None:
+        self.moment = None
+
+    def set(self, local: str) -> "Clock":
+        """Set the clock to a wall time in the project's time zone, e.g. "2026-11-22 23:59:59"."""
+        from datetime import datetime
+
+        from django.utils import timezone
+
+        self.moment = timezone.make_aware(datetime.fromisoformat(local), timezone.get_default_timezone())
+        return self
+
+    def advance(self, **delta: float) -> "Clock":
+        from datetime import timedelta
+
+        self.moment = self.moment + timedelta(**delta)
+        return self
+
+    def __call__(self):
+        from django.utils import timezone
+
+        return timezone.localtime(self.moment, timezone.get_default_timezone())
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    """Replaces django_segment_seq.formatting.now; starts at 2026-11-22 12:00 in the project's time zone."""
+    from django_segment_seq import formatting
+
+    fake = Clock().set("2026-11-22 12:00:00")
+    monkeypatch.setattr(formatting, "now", fake)
+    return fake

@@ -30,10 +30,66 @@ def main(mode: str, name: str, count: int, out: str) -> None:
         while len(got) < count:
             items = BulkItem.objects.bulk_create([BulkItem() for _ in range(min(250, count - len(got)))])
             got.extend(item.pk for item in items)
+    elif mode in FLOW_MODES:
+        got = FLOW_MODES[mode](name, count)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     with open(out, "w") as fh:
         fh.write("\n".join(map(str, got)))
+
+
+
+def fake_clock(skew: float) -> None:
+    """Run formatted fields on a clock that starts at SEGMENT_SEQ_TEST_CLOCK + skew seconds and moves
+    SEGMENT_SEQ_TEST_TICK seconds at every reading, as servers with slightly different clocks would."""
+    import itertools
+    from datetime import datetime, timedelta
+
+    from django.utils import timezone
+
+    from django_segment_seq import formatting
+
+    start = datetime.fromisoformat(os.environ["SEGMENT_SEQ_TEST_CLOCK"]) + timedelta(seconds=skew)
+    tick = float(os.environ.get("SEGMENT_SEQ_TEST_TICK", "0"))
+    readings = itertools.count()
+    zone = timezone.get_default_timezone()
+    formatting.now = lambda: timezone.localtime(start + timedelta(seconds=tick * next(readings)), zone)
+
+
+def flow_daily(skew: str, count: int) -> list[int]:
+    """DailyOrder saves across the clock's midnight; writes the digits of "OD<yyyymmdd><value:06d>"."""
+    from tests.testapp.models import DailyOrder
+
+    fake_clock(float(skew))
+    return [int(DailyOrder.objects.create().order_no[2:]) for _ in range(count)]
+
+
+def flow_gapless(skew: str, count: int) -> list[int]:
+    """Gapless invoices in transactions, every third rolled back; writes the committed numbers only."""
+    from django.db import transaction
+
+    from tests.testapp.models import GaplessInvoice
+
+    class Rollback(Exception):
+        pass
+
+    fake_clock(float(skew))
+    got: list[int] = []
+    attempt = 0
+    while len(got) < count:
+        attempt += 1
+        try:
+            with transaction.atomic():
+                invoice = GaplessInvoice.objects.create()
+                if attempt % 3 == 0:
+                    raise Rollback
+        except Rollback:
+            continue
+        got.append(int(invoice.number.rsplit("-", 1)[1]))
+    return got
+
+
+FLOW_MODES = {"flow-daily": flow_daily, "flow-gapless": flow_gapless}
 
 
 if __name__ == "__main__":

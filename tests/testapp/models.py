@@ -28,3 +28,39 @@ class BulkItem(models.Model):
     note = models.CharField(max_length=50, blank=True)
 
     objects = SequenceManager()
+
+
+def payment_reference(value, instance, now):
+    """A callable format: (value, instance, now) -> text."""
+    return f"PAY/{now:%y}/{instance.currency}/{value}"
+
+
+class DailyOrder(models.Model):
+    order_no = SequenceField("daily-order", format="OD{date:%Y%m%d}{value:06d}", reset="daily", unique=True)
+
+
+class KindTicket(models.Model):
+    kind = models.CharField(max_length=2, choices=[("IS", "Issue"), ("RQ", "Request")])
+    code = SequenceField("kind-ticket", format="{instance.kind}{date:%Y%m%d}{value:04d}", reset="daily", unique=True)
+
+
+class MonthlyTicket(models.Model):
+    code = SequenceField("monthly-ticket", format="M{date:%Y-%m}-{value:02d}", reset="monthly")
+
+
+class GaplessInvoice(models.Model):
+    number = SequenceField("gapless-invoice", format="INV-{date:%Y}-{value:05d}", reset="yearly", gapless=True, unique=True)
+
+
+class CountedInvoice(models.Model):
+    number = SequenceField("counted-invoice", gapless=True)
+
+
+class Payment(models.Model):
+    currency = models.CharField(max_length=3, default="EUR")
+    ref = SequenceField("payment", format=payment_reference)
+
+
+class Parcel(models.Model):
+    code = SequenceField("parcel", format="P{value:06d}", primary_key=True)
+    note = models.CharField(max_length=50, blank=True)

@@ -1,0 +1,43 @@
+"""Gapless numbers: one at a time, from the row locked inside the caller's transaction, never from cached ranges."""
+
+from __future__ import annotations
+
+from django.db import connections
+from django.utils import timezone
+
+from .exceptions import SequenceNotFound
+from .ranges import Row, next_block
+from .statements import flow_statements_for
+
+
+def take_locked(alias: str, name: str) -> int | None:
+    """The next number of row `name`, moved inside the current transaction of `alias`; None if the row is missing.
+
+    The row stays locked until that transaction ends, so other takers queue behind it: a commit
+    keeps the number, a rollback gives it back to the next taker. Call it inside transaction.atomic().
+    """
+    connection = connections[alias]
+    if not connection.in_atomic_block:
+        raise RuntimeError("take_locked() must run inside transaction.atomic() on the sequence's database")
+    sql = flow_statements_for(connection)
+    with connection.cursor() as cursor:
+        if sql.take_write_lock is not None:
+            cursor.execute(sql.take_write_lock, [name])
+        cursor.execute(sql.lock_row, [name])
+        found = cursor.fetchone()
+        if found is None:
+            return None
+        value, _step, min_value, max_value, cycle = found
+        # One number, whatever the row's step: the step is for cached ranges, which gapless never uses.
+        row = Row(int(value), 1, int(min_value), int(max_value), bool(cycle))
+        number = next_block(name, row, 1).first
+        cursor.execute(sql.set_value, [number, connection.ops.adapt_datetimefield_value(timezone.now()), name])
+    return number
+
+
+def take(alias: str, name: str) -> int:
+    """take_locked(), for a row the caller has made sure exists."""
+    number = take_locked(alias, name)
+    if number is None:
+        raise SequenceNotFound(name, alias)
+    return number

@@ -1,0 +1,128 @@
+"""Numbers for formatted and gapless fields: the row of the current period, created on first use, then a number from it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+from weakref import WeakKeyDictionary
+
+from django.core.exceptions import ValidationError
+from django.db import connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from . import gapless as gapless_path
+from .allocator import ensure_derived_row
+from .api import sequence_database
+from .cache import ranges
+from .exceptions import SequenceExhausted
+from .formatting import period_row_name
+from .models import validate_sequence_name
+
+T = TypeVar("T")
+
+# (alias, row name) of rows this process has seen committed, so first-use creation is tried once per period.
+_durable: set[tuple[str, str]] = set()
+# Rows created inside a caller's SQLite transaction, per connection: name -> that transaction's commit hook.
+_in_transaction: WeakKeyDictionary[BaseDatabaseWrapper, dict[str, Callable[[], None]]] = WeakKeyDictionary()
+
+
+def forget() -> None:
+    """Forget which rows exist (after deleting rows, in tests)."""
+    _durable.clear()
+    _in_transaction.clear()
+
+
+def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | None, cap: int | None) -> None:
+    """Create the row on first use in this process: from the base row's settings, max_value lowered to the cap."""
+    if (alias, name) in _durable:
+        return
+    try:
+        validate_sequence_name(name)
+    except ValidationError as exc:
+        raise ValueError(" ".join(exc.messages)) from None
+    connection = connections[alias]
+    caller = None
+    if connection.vendor == "sqlite":
+        raw = connection.connection
+        if connection.in_atomic_block or (raw is not None and raw.in_transaction):
+            caller = connection
+    if caller is not None and _created_in(caller, name):
+        return
+    if ensure_derived_row(alias, name, base_name=base_name, period=period, cap=cap, caller=caller):
+        _durable.add((alias, name))
+    elif caller is not None and caller.in_atomic_block:
+        # Created inside the caller's transaction: known there until it ends, durable once it commits.
+        def committed() -> None:
+            _durable.add((alias, name))
+
+        _in_transaction.setdefault(caller, {})[name] = committed
+        transaction.on_commit(committed, using=alias)
+
+
+def _created_in(connection: BaseDatabaseWrapper, name: str) -> bool:
+    """Whether this transaction created the row and has not rolled that back (its commit hook is still queued)."""
+    callback = _in_transaction.get(connection, {}).get(name)
+    return callback is not None and any(func is callback for _, func, *_rest in connection.run_on_commit)
+
+
+def take(
+    sequence_name: str,
+    render: Callable[[int], T],
+    *,
+    period: str | None = None,
+    cap: int | None = None,
+    gapless: bool = False,
+    using: str | None = None,
+) -> T:
+    """render(number) for the next number of `sequence_name` in `period`, never above `cap`.
+
+    Gapless numbers are taken and rendered inside transaction.atomic() on the sequence's database,
+    so an error while rendering gives the number back.
+    """
+    alias = sequence_database(using)
+    name = period_row_name(sequence_name, period)
+    ensure_row(alias, name, base_name=sequence_name if period is not None else None, period=period, cap=cap)
+    try:
+        if gapless:
+            with transaction.atomic(using=alias):
+                number = gapless_path.take_locked(alias, name)
+                if number is None:  # created inside a transaction that has rolled back since
+                    _durable.discard((alias, name))
+                    ensure_row(alias, name, base_name=sequence_name if period is not None else None, period=period, cap=cap)
+                    number = gapless_path.take(alias, name)
+                return render(_within_cap(name, number, cap))
+        number = ranges.take(alias, name)
+    except SequenceExhausted as exc:
+        raise _explained(exc, sequence_name, period, cap) from None
+    try:
+        return render(_within_cap(name, number, cap))
+    except SequenceExhausted as exc:
+        raise _explained(exc, sequence_name, period, cap) from None
+
+
+def _within_cap(name: str, number: int, cap: int | None) -> int:
+    # The row's max_value normally stops numbers at the cap; this holds even if someone raised it.
+    if cap is not None and number > cap:
+        raise SequenceExhausted(name, cap)
+    return number
+
+
+def _explained(exc: SequenceExhausted, sequence_name: str, period: str | None, cap: int | None) -> SequenceExhausted:
+    """The same error, saying which period ran out and, when the format's width was the limit, what to widen."""
+    where = f"Sequence {sequence_name!r}" + (f", period {period}," if period else "")
+    if cap is not None and exc.max_value >= cap:
+        message = (
+            f"{where} is exhausted: its format's zero-padded width holds numbers up to {cap}, "
+            "and a wider number would make a longer text. Widen the {value:…} spec of the format"
+            + (" or reset more often." if period else ".")
+        )
+    else:
+        message = (
+            f"{where} is exhausted: row {exc.name!r} reached its max_value {exc.max_value} and cycle is off. "
+            "Raise that row's max_value, or turn on cycle (cycling repeats numbers)."
+        )
+    explained = SequenceExhausted(exc.name, exc.max_value)
+    explained.args = (message,)
+    explained.period = period  # type: ignore[attr-defined]
+    explained.sequence_name = sequence_name  # type: ignore[attr-defined]
+    return explained
