@@ -53,7 +53,8 @@ def _by_model(objs: SequenceOf[models.Model]) -> Iterable[tuple[type[models.Mode
 def _sequence_fields(model: type[models.Model]) -> list[Any]:
     from .fields import SequenceField
 
-    return [f for f in model._meta.concrete_fields if isinstance(f, SequenceField)]
+    # Gapless fields are left to pre_save: their numbers are locked one at a time in the caller's transaction.
+    return [f for f in model._meta.concrete_fields if isinstance(f, SequenceField) and not f.gapless]
 
 
 class SequenceQuerySet(models.QuerySet):

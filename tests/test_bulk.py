@@ -57,3 +57,15 @@ def test_large_next_values_is_one_round_of_allocation_and_a_range():
     assert isinstance(numbers, range) and len(numbers) == 250_000
     assert numbers.start > first.stop - 1
     assert sequence_stats()[("default", "big")].foreground_fetches == 2
+
+
+def test_gapless_fields_are_left_to_the_locked_path():
+    """fill_sequences must not hand a gapless field numbers from a cached range."""
+    from tests.testapp.models import CountedInvoice
+
+    objs = [CountedInvoice() for _ in range(3)]
+    assert fill_sequences(objs) == 0
+    assert [obj.number for obj in objs] == [None, None, None]
+    with transaction.atomic():
+        CountedInvoice.objects.bulk_create(objs)
+    assert sorted(CountedInvoice.objects.values_list("number", flat=True)) == [1, 2, 3]
