@@ -290,10 +290,11 @@ def test_cycle_under_concurrency_repeats_only_across_cycles(stress_workers):
     """20 aligned blocks of 10 per cycle; 4 processes use 15 blocks each: exactly 3 cycles, each number 3 times.
 
     A block handed out twice within one cycle would leave another number seen fewer than 3 times.
+    Prefetch and the adaptive step are off: the exact count needs every block to be one step, used up.
     """
     Sequence.objects.create(name="loop", step=10, min_value=1, max_value=200, cycle=True)
     for _ in range(4):
-        stress_workers.start(150, "--name", "loop", "--ops", "value")
+        stress_workers.start(150, "--name", "loop", "--ops", "value", SEGMENT_SEQ_TEST_PREFETCH="")
     stress_workers.wait()
     counts = collections.Counter(stress_workers.numbers())
     assert counts == {n: 3 for n in range(1, 201)}

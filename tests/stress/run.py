@@ -68,8 +68,13 @@ class Report:
 
 
 def worker_env(backend: str, db_name: str, **extra: str) -> dict[str, str]:
-    """The environment of a worker process that connects to an existing (test) database."""
+    """The environment of a worker process that connects to an existing (test) database.
+
+    Workers run with the app's default allocation settings, prefetch and adaptive step on, as
+    deployments do; SEGMENT_SEQ_TEST_PREFETCH="" in `extra` or the environment turns them off.
+    """
     env = dict(os.environ)
+    env.setdefault("SEGMENT_SEQ_TEST_PREFETCH", "1")
     env.update(
         DJANGO_SETTINGS_MODULE="tests.settings",
         SEGMENT_SEQ_TEST_DB=backend,
