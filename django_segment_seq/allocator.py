@@ -17,7 +17,7 @@ from .conf import app_settings
 from .dbconn import pool
 from .exceptions import SequenceContention, SequenceMisconfigured, SequenceNotFound, SequenceUnavailable
 from .ranges import Block, Row, next_block
-from .statements import flow_statements_for, statements_for
+from .statements import SQLITE_GET_BUSY_TIMEOUT, SQLITE_SET_BUSY_TIMEOUT, flow_statements_for, statements_for
 
 # Errors after which a fresh connection and another attempt may succeed.
 TRANSIENT_ERRORS: tuple[type[DatabaseError], ...] = (OperationalError, InterfaceError)
@@ -76,14 +76,14 @@ def allocate(
 @contextmanager
 def _sqlite_busy_timeout(connection: BaseDatabaseWrapper, seconds: float) -> Iterator[None]:
     with connection.cursor() as cursor:
-        cursor.execute("PRAGMA busy_timeout")
+        cursor.execute(SQLITE_GET_BUSY_TIMEOUT)
         (previous,) = cursor.fetchone()
-        cursor.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+        cursor.execute(SQLITE_SET_BUSY_TIMEOUT.format(milliseconds=int(seconds * 1000)))
     try:
         yield
     finally:
         with connection.cursor() as cursor:
-            cursor.execute(f"PRAGMA busy_timeout = {int(previous)}")
+            cursor.execute(SQLITE_SET_BUSY_TIMEOUT.format(milliseconds=int(previous)))
 
 
 def allocate_in_transaction(connection: BaseDatabaseWrapper, alias: str, name: str, wanted: int = 1) -> Allocation:

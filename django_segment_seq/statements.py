@@ -19,6 +19,10 @@ COMPARE_AND_SET = "UPDATE {table} SET {value} = %s, {modified} = %s WHERE {name}
 # before reading, so the read cannot go stale before the compare-and-set.
 TAKE_WRITE_LOCK = "UPDATE {table} SET {value} = {value} WHERE {name} = %s"
 
+# SQLite's lock wait of one connection, read and set around an attempt that must not wait long.
+SQLITE_GET_BUSY_TIMEOUT = "PRAGMA busy_timeout"
+SQLITE_SET_BUSY_TIMEOUT = "PRAGMA busy_timeout = {milliseconds:d}"
+
 _INSERT = (
     "INSERT INTO {table} ({name}, {value}, {step}, {min_value}, {max_value}, {cycle}, {created}, {modified}) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
