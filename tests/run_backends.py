@@ -10,7 +10,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,12 +62,14 @@ def main(pytest_args: list[str]) -> int:
     in_ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
     chosen = [b for b in os.environ.get("SEGMENT_SEQ_BACKENDS", ",".join(BACKENDS)).split(",") if b]
     results: dict[str, str] = {}
+    totals = {"passed": 0, "failed": 0, "skipped": 0}
     failed = False
     for backend in chosen:
         problem = ensure_running(backend)
         if problem is not None:
             if in_ci:
                 results[backend] = f"FAILED: not reachable ({problem})"
+                totals["failed"] += 1  # the whole backend, counted once
                 failed = True
             else:
                 results[backend] = f"SKIPPED: not reachable ({problem})"
@@ -73,13 +77,30 @@ def main(pytest_args: list[str]) -> int:
             continue
         print(f"==> tests on {backend}", flush=True)
         env = dict(os.environ, SEGMENT_SEQ_TEST_DB=backend)
-        code = subprocess.call([sys.executable, "-m", "pytest", *pytest_args], cwd=ROOT, env=env)
+        report = Path(tempfile.mkdtemp()) / f"{backend}.xml"
+        code = subprocess.call(
+            [sys.executable, "-m", "pytest", f"--junitxml={report}", *pytest_args], cwd=ROOT, env=env
+        )
         results[backend] = "passed" if code == 0 else f"FAILED (pytest exit {code})"
         failed |= code != 0
+        add_counts(totals, report)
     print("\n==> backends:")
     for backend in chosen:
         print(f"    {backend:9} {results[backend]}")
+    print(f"total: {totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped")
     return 1 if failed else 0
+
+
+def add_counts(totals: dict[str, int], report: Path) -> None:
+    """Add one pytest run's counts from its JUnit XML report (absent if pytest never started)."""
+    if not report.exists():
+        return
+    for suite in ElementTree.parse(report).getroot().iter("testsuite"):
+        tests, skipped = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+        failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        totals["passed"] += tests - skipped - failed
+        totals["failed"] += failed
+        totals["skipped"] += skipped
 
 
 if __name__ == "__main__":
