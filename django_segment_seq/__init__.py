@@ -1,6 +1,6 @@
 """django-segment-seq: unique sequence numbers from per-process cached ranges."""
 
-from .api import clear_cache, next_value, next_values, sequence_stats, wait_for_prefetch
+from .api import clear_cache, close_connections, next_value, next_values, sequence_stats, wait_for_prefetch
 from .bulk import SequenceManager, SequenceQuerySet, fill_sequences
 from .exceptions import (
     SequenceContention,
@@ -22,6 +22,7 @@ __all__ = [
     "next_values",
     "sequence_stats",
     "clear_cache",
+    "close_connections",
     "SequenceError",
     "SequenceExhausted",
     "SequenceContention",

@@ -91,6 +91,13 @@ def wait_for_prefetch(timeout: float | None = None) -> bool:
     return prefetcher.drain(timeout)
 
 
+def close_connections() -> None:
+    """Close the private connections ranges are allocated on, e.g. before a worker process exits; reopened on demand."""
+    from .dbconn import pool
+
+    pool.close_all()
+
+
 def clear_cache() -> None:
     """Drop this process's cached ranges; their unused numbers become gaps. Needed after deleting Sequence rows."""
     ranges.clear()

@@ -127,3 +127,14 @@ def test_bad_names_are_refused_before_touching_the_table(bad):
 def test_unusual_names_are_stored_as_given(name):
     assert next_value(name) == 1
     assert Sequence.objects.get(name=name).name == name
+
+
+def test_close_connections_then_allocate_again():
+    from django_segment_seq import close_connections
+    from django_segment_seq.dbconn import pool
+
+    Sequence.objects.create(name="s", step=1)
+    assert next_value("s") == 1
+    close_connections()
+    assert pool._idle == {}
+    assert next_value("s") == 2

@@ -59,8 +59,8 @@ def close_connections() -> None:
     try:
         from django.db import connections
 
-        from django_segment_seq.dbconn import pool
+        from django_segment_seq import close_connections as close_private_connections
     except Exception:  # noqa: BLE001 - Django never got set up, so nothing was opened
         return
     connections.close_all()
-    pool.close_all()
+    close_private_connections()
