@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass, replace
 from weakref import WeakKeyDictionary
 
-from django.core.exceptions import ValidationError
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
@@ -25,6 +24,7 @@ from .conf import app_settings
 from .exceptions import SequenceUnavailable
 from .prefetch import prefetcher
 from .ranges import Block
+from .transactions import commit_hook_queued, in_sqlite_transaction
 
 # How long a caller inside a SQLite transaction waits for a thread that may be blocked on its write lock.
 SQLITE_SLOT_WAIT = 0.05
@@ -141,9 +141,8 @@ class _TransactionBlock:
         self.callback = None
 
     def alive(self, connection: BaseDatabaseWrapper) -> bool:
-        # Django drops on_commit callbacks of rolled-back savepoints and transactions together with
-        # their writes, so a callback still queued means the allocating UPDATE still stands.
-        return self.committed or any(func is self.callback for _, func, _ in connection.run_on_commit)
+        # A commit hook still queued means the allocating UPDATE still stands.
+        return self.committed or commit_hook_queued(connection, self.callback)
 
 
 class RangeCache:
@@ -211,12 +210,9 @@ class RangeCache:
         self._reset()
 
     def _add_slot(self, alias: str, name: str) -> _Slot:
-        from .models import validate_sequence_name
+        from .models import require_valid_name
 
-        try:
-            validate_sequence_name(name)
-        except ValidationError as exc:
-            raise ValueError(" ".join(exc.messages)) from None
+        require_valid_name(name)
         on_sqlite = connections[alias].vendor == "sqlite"
         with self._guard:
             return self._slots.setdefault((alias, name), _Slot(alias, name, on_sqlite))
@@ -345,7 +341,7 @@ class RangeCache:
 
     def _take_sqlite(self, slot: _Slot, count: int) -> range:
         connection = connections[slot.alias]
-        if not _in_sqlite_transaction(connection):
+        if not in_sqlite_transaction(connection):
             with slot.lock:
                 return self._take_locked(slot, count)
         # The caller's transaction may hold SQLite's only write lock, which a private connection would
@@ -407,11 +403,6 @@ class RangeCache:
             if slot.next > slot.last and block.next <= block.last:
                 self._set_range(slot, Block(block.next, block.last), 0)
                 block.next = block.last + 1
-
-
-def _in_sqlite_transaction(connection: BaseDatabaseWrapper) -> bool:
-    raw = connection.connection
-    return connection.in_atomic_block or (raw is not None and raw.in_transaction)
 
 
 ranges = RangeCache()

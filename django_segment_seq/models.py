@@ -30,6 +30,14 @@ def validate_sequence_name(name: object) -> None:
         )
 
 
+def require_valid_name(name: object) -> None:
+    """validate_sequence_name() for callers of the functions, who expect ValueError rather than a form error."""
+    try:
+        validate_sequence_name(name)
+    except ValidationError as exc:
+        raise ValueError(" ".join(exc.messages)) from None
+
+
 class Sequence(models.Model):
     """A named counter; processes move `value` forward a range at a time with compare-and-set."""
 

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import TypeVar
 from weakref import WeakKeyDictionary
 
-from django.core.exceptions import ValidationError
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
@@ -16,7 +15,8 @@ from .api import sequence_database
 from .cache import ranges
 from .exceptions import SequenceExhausted
 from .formatting import period_row_name
-from .models import validate_sequence_name
+from .models import require_valid_name
+from .transactions import commit_hook_queued, in_sqlite_transaction
 
 T = TypeVar("T")
 
@@ -36,16 +36,9 @@ def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | No
     """Create the row on first use in this process: from the base row's settings, max_value lowered to the cap."""
     if (alias, name) in _durable:
         return
-    try:
-        validate_sequence_name(name)
-    except ValidationError as exc:
-        raise ValueError(" ".join(exc.messages)) from None
+    require_valid_name(name)
     connection = connections[alias]
-    caller = None
-    if connection.vendor == "sqlite":
-        raw = connection.connection
-        if connection.in_atomic_block or (raw is not None and raw.in_transaction):
-            caller = connection
+    caller = connection if in_sqlite_transaction(connection) else None
     if caller is not None and _created_in(caller, name):
         return
     if ensure_derived_row(alias, name, base_name=base_name, period=period, cap=cap, caller=caller):
@@ -61,8 +54,7 @@ def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | No
 
 def _created_in(connection: BaseDatabaseWrapper, name: str) -> bool:
     """Whether this transaction created the row and has not rolled that back (its commit hook is still queued)."""
-    callback = _in_transaction.get(connection, {}).get(name)
-    return callback is not None and any(func is callback for _, func, *_rest in connection.run_on_commit)
+    return commit_hook_queued(connection, _in_transaction.get(connection, {}).get(name))
 
 
 def take(

@@ -30,7 +30,7 @@ def test_threads_get_distinct_numbers():
         t.start()
     for t in threads:
         t.join()
-    numbers = assert_unique([n for part in got for n in part], 8 * 2120)
+    assert_unique([n for part in got for n in part], 8 * 2120)
     for part in got:
         assert part[:2000] == sorted(part[:2000])
 
