@@ -44,15 +44,18 @@ class ConnectionPool:
         except (OperationalError, InterfaceError):
             # A restart or failover ends every session at once: the idle ones are as dead as this one, and
             # trying them one by one would spend the whole retry budget on connections already gone.
-            self._discard(connection)
+            self._drop(connection)
             self._discard_idle(alias)
             raise
         except BaseException:
-            with self._lock:
-                self._borrowed.discard(connection)
-            self._discard(connection)
+            self._drop(connection)
             raise
         self._give_back(alias, connection)
+
+    def _drop(self, connection: BaseDatabaseWrapper) -> None:
+        with self._lock:
+            self._borrowed.discard(connection)
+        self._discard(connection)
 
     def _give_back(self, alias: str, connection: BaseDatabaseWrapper) -> None:
         with self._lock:

@@ -310,3 +310,15 @@ def test_many_idle_connections_dropped_at_once_cost_one_retry():
     assert kill_other_sessions() >= 8
     assert next_value("k") == 1
     assert sequence_stats()[("default", "k")].failures == 1
+
+
+def test_a_failed_connection_is_not_kept_as_borrowed():
+    """A connection dropped after a database error is forgotten entirely, not left in the pool's books."""
+    from django.db import OperationalError
+
+    from django_segment_seq.dbconn import pool
+
+    with pytest.raises(OperationalError):
+        with pool.borrow("default"):
+            raise OperationalError("lost")
+    assert not pool._borrowed
