@@ -46,6 +46,14 @@ if os.environ.get("SEGMENT_SEQ_TEST_ISOLATION"):
     database.setdefault("OPTIONS", {})["isolation_level"] = level
 
 DATABASES = {"default": database}
+if BACKEND == "sqlite":
+    # A second file for the tests that keep the Sequence table apart from the data (SequenceRouter).
+    DATABASES["sequences"] = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.path.join(tempfile.gettempdir(), "django_segment_seq_tests_sequences.sqlite3"),
+        "OPTIONS": {"timeout": 20},
+        "TEST": {"NAME": os.path.join(tempfile.gettempdir(), TEST_NAME + "_sequences.sqlite3")},
+    }
 
 SECRET_KEY = "tests-only"
 USE_TZ = True
