@@ -82,4 +82,25 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 id="django_segment_seq.E004",
             )
         )
+    elif isinstance(alias, str):
+        errors += _check_router_agrees(alias)
     return errors
+
+
+def _check_router_agrees(alias: str) -> list[checks.CheckMessage]:
+    """Numbers come from `alias`; the admin and migrations must see the same table, or edits miss it."""
+    from django.db import router
+
+    from .models import Sequence
+
+    routed = router.db_for_write(Sequence)
+    if routed == alias:
+        return []
+    return [
+        checks.Error(
+            f"{SETTING_NAME}['DATABASE'] is {alias!r}, but the database routers send the Sequence model to "
+            f"{routed!r}: the admin and migrations would use another table than the one numbers come from.",
+            hint="Add 'django_segment_seq.routers.SequenceRouter' to DATABASE_ROUTERS.",
+            id="django_segment_seq.E005",
+        )
+    ]

@@ -29,3 +29,16 @@ def test_valid_settings_pass():
 )
 def test_bad_settings_are_reported(value, expected):
     assert ids(value) == expected
+
+
+class _EverythingElsewhere:
+    def db_for_write(self, model, **hints):
+        return "elsewhere"
+
+
+def test_database_setting_without_a_router_that_agrees_is_reported():
+    with override_settings(DATABASE_ROUTERS=[_EverythingElsewhere()]):
+        assert ids({"DATABASE": "default"}) == ["django_segment_seq.E005"]
+    routers = ["django_segment_seq.routers.SequenceRouter", _EverythingElsewhere()]
+    with override_settings(DATABASE_ROUTERS=routers):
+        assert ids({"DATABASE": "default"}) == []
