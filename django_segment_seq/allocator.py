@@ -19,6 +19,10 @@ from .exceptions import SequenceContention, SequenceMisconfigured, SequenceNotFo
 from .ranges import Block, Row, next_block
 from .statements import SQLITE_GET_BUSY_TIMEOUT, SQLITE_SET_BUSY_TIMEOUT, flow_statements_for, statements_for
 
+# How long a private connection waits for SQLite's write lock before concluding that the caller's own
+# transaction holds it.
+SQLITE_LOCK_WAIT = 0.1
+
 # Errors after which a fresh connection and another attempt may succeed.
 TRANSIENT_ERRORS: tuple[type[DatabaseError], ...] = (OperationalError, InterfaceError)
 # Errors that mean another transaction moved the row first: counted as lost compare-and-sets, not failures.
@@ -161,16 +165,20 @@ def _read_row(cursor: Any, select_row: str, name: str) -> Row | None:
 def _create_row(
     connection: BaseDatabaseWrapper, cursor: Any, insert: str, alias: str, name: str, settings: dict[str, Any]
 ) -> None:
+    row = _new_row(alias, name, settings)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    cursor.execute(insert, [name, *row, now, now])
+
+
+def _new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
+    """The row a sequence gets on first use (the model's defaults, DEFAULT_STEP), if CREATE_ON_FIRST_USE allows it."""
     from .models import Sequence
 
     if not settings["CREATE_ON_FIRST_USE"]:
         raise SequenceNotFound(name, alias)
     field = Sequence._meta.get_field
     min_value = field("min_value").default
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    cursor.execute(
-        insert, [name, min_value - 1, settings["DEFAULT_STEP"], min_value, field("max_value").default, False, now, now]
-    )
+    return Row(min_value - 1, settings["DEFAULT_STEP"], min_value, field("max_value").default, False)
 
 
 def backoff(attempt: int, ceiling: float) -> None:
@@ -195,19 +203,13 @@ def create_derived_row(
     Its max_value is lowered to `cap`. Creation is INSERT-if-missing, so many processes may race here
     and all but one quietly find the row there. An existing row is left as it is.
     """
-    from .models import Sequence
-
     settings = app_settings()
     sql = statements_for(connection)
     with connection.cursor() as cursor:
         if _read_row(cursor, sql.select_row, name) is not None:
             return
         if base_name is None:
-            if not settings["CREATE_ON_FIRST_USE"]:
-                raise SequenceNotFound(name, alias)
-            field = Sequence._meta.get_field
-            min_value = field("min_value").default
-            template = Row(min_value - 1, settings["DEFAULT_STEP"], min_value, field("max_value").default, False)
+            template = _new_row(alias, name, settings)
         else:
             template = _read_row(cursor, sql.select_row, base_name)
             if template is None:
@@ -248,7 +250,7 @@ def ensure_derived_row(
             if caller is None:
                 create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
             else:
-                with _sqlite_busy_timeout(connection, 0.1):
+                with _sqlite_busy_timeout(connection, SQLITE_LOCK_WAIT):
                     create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
         return True
     except TRANSIENT_ERRORS:

@@ -19,7 +19,7 @@ from weakref import WeakKeyDictionary
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from .allocator import Allocation, allocate, allocate_in_transaction
+from .allocator import SQLITE_LOCK_WAIT, Allocation, allocate, allocate_in_transaction
 from .conf import app_settings
 from .exceptions import SequenceUnavailable
 from .prefetch import prefetcher
@@ -28,8 +28,6 @@ from .transactions import commit_hook_queued, in_sqlite_transaction
 
 # How long a caller inside a SQLite transaction waits for a thread that may be blocked on its write lock.
 SQLITE_SLOT_WAIT = 0.05
-# How long it waits for SQLite's write lock on a private connection before concluding that it holds it itself.
-SQLITE_LOCK_WAIT = 0.1
 # How long a background fetch on SQLite waits for the write lock, which a caller's transaction may hold.
 SQLITE_BACKGROUND_LOCK_WAIT = 0.5
 

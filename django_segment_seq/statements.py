@@ -29,11 +29,15 @@ _INSERT = (
 )
 
 # Creation on first use: many processes may try at once; all but one must quietly find the row there.
-INSERT_IF_MISSING = {
-    "postgresql": _INSERT + " ON CONFLICT ({name}) DO NOTHING",
-    "sqlite": _INSERT + " ON CONFLICT ({name}) DO NOTHING",
-    "mysql": _INSERT + " ON DUPLICATE KEY UPDATE {name} = {name}",
+IF_MISSING = {
+    "postgresql": " ON CONFLICT ({name}) DO NOTHING",
+    "sqlite": " ON CONFLICT ({name}) DO NOTHING",
+    "mysql": " ON DUPLICATE KEY UPDATE {name} = {name}",
 }
+INSERT_IF_MISSING = {vendor: _INSERT + clause for vendor, clause in IF_MISSING.items()}
+
+# Every column a statement names, by model field name.
+_COLUMNS = ("name", "value", "step", "min_value", "max_value", "cycle", "created", "modified", "base_name", "period")
 
 
 class Statements(NamedTuple):
@@ -60,16 +64,21 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> Statements:
     )
 
 
-def statements_for(connection: BaseDatabaseWrapper) -> Statements:
-    """The statements for this connection's vendor, with names quoted its way."""
+def _quoted_names(connection: BaseDatabaseWrapper) -> tuple[tuple[str, str], ...]:
+    """The table and its columns quoted the connection's way, hashable for the per-vendor caches."""
     from .models import Sequence
 
     opts = Sequence._meta
     quote = connection.ops.quote_name
     names = {"table": quote(opts.db_table)}
-    for field in ("name", "value", "step", "min_value", "max_value", "cycle", "created", "modified"):
+    for field in _COLUMNS:
         names[field] = quote(opts.get_field(field).column)
-    return _for_vendor(connection.vendor, tuple(sorted(names.items())))
+    return tuple(sorted(names.items()))
+
+
+def statements_for(connection: BaseDatabaseWrapper) -> Statements:
+    """The statements for this connection's vendor, with names quoted its way."""
+    return _for_vendor(connection.vendor, _quoted_names(connection))
 
 
 # Flow numbers (formatted fields): rows derived from a base sequence, and the gapless in-transaction path.
@@ -80,11 +89,7 @@ _INSERT_DERIVED = (
 )
 
 # A per-period row (or a row capped by a format's width), created on first use by whoever gets there first.
-INSERT_DERIVED_IF_MISSING = {
-    "postgresql": _INSERT_DERIVED + " ON CONFLICT ({name}) DO NOTHING",
-    "sqlite": _INSERT_DERIVED + " ON CONFLICT ({name}) DO NOTHING",
-    "mysql": _INSERT_DERIVED + " ON DUPLICATE KEY UPDATE {name} = {name}",
-}
+INSERT_DERIVED_IF_MISSING = {vendor: _INSERT_DERIVED + clause for vendor, clause in IF_MISSING.items()}
 
 # Gapless: read the row and keep it locked until the caller's transaction ends. SQLite has no FOR UPDATE;
 # TAKE_WRITE_LOCK is sent first there, and its single writer lock serialises the rest.
@@ -122,13 +127,4 @@ def _flow_for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> FlowSta
 
 def flow_statements_for(connection: BaseDatabaseWrapper) -> FlowStatements:
     """The flow-number statements for this connection's vendor, with names quoted its way."""
-    from .models import Sequence
-
-    opts = Sequence._meta
-    quote = connection.ops.quote_name
-    names = {"table": quote(opts.db_table)}
-    for field in (
-        "name", "value", "step", "min_value", "max_value", "cycle", "created", "modified", "base_name", "period"
-    ):
-        names[field] = quote(opts.get_field(field).column)
-    return _flow_for_vendor(connection.vendor, tuple(sorted(names.items())))
+    return _flow_for_vendor(connection.vendor, _quoted_names(connection))
