@@ -38,11 +38,27 @@ def require_valid_name(name: object) -> None:
         raise ValueError(" ".join(exc.messages)) from None
 
 
+class CounterValueField(models.BigIntegerField):
+    """The `value` column: left empty on insert, it starts just below `min_value`.
+
+    Filling it in the field rather than in Sequence.save() covers bulk_create() and the historical
+    models of data migrations, which never run the model's own save().
+    """
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        value = getattr(model_instance, self.attname)
+        if add and value is None:
+            min_value = getattr(model_instance, "min_value", None)
+            value = (1 if min_value is None else min_value) - 1
+            setattr(model_instance, self.attname, value)
+        return value
+
+
 class Sequence(models.Model):
     """A named counter; processes move `value` forward a range at a time with compare-and-set."""
 
     name = models.CharField(_("name"), max_length=NAME_MAX_LENGTH, unique=True, validators=[validate_sequence_name])
-    value = models.BigIntegerField(
+    value = CounterValueField(
         _("value"),
         blank=True,
         default=None,
@@ -77,6 +93,12 @@ class Sequence(models.Model):
         blank=True,
         editable=False,
         help_text=_("The day (YYYY-MM-DD), month (YYYY-MM) or year (YYYY) this row counts."),
+    )
+    version = models.BigIntegerField(
+        _("version"),
+        default=0,
+        editable=False,
+        help_text=_("Moved by every write to the row, so a compare-and-set never succeeds on a row that changed."),
     )
     created = models.DateTimeField(_("created"), auto_now_add=True)
     modified = models.DateTimeField(_("modified"), auto_now=True)
