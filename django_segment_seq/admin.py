@@ -8,7 +8,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Coalesce
-from django.http import HttpRequest
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.utils.translation import gettext_lazy as _
 
 from .models import Sequence
@@ -67,6 +68,18 @@ class SequenceAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj: Sequence | None = None) -> list[str]:
         # Renaming would detach every process's cache from its row and start the old name afresh.
         return [*self.readonly_fields, "name"] if obj is not None else list(self.readonly_fields)
+
+    def changeform_view(
+        self, request: HttpRequest, object_id: str | None = None, form_url: str = "", extra_context: Any = None
+    ) -> HttpResponse:
+        # The form was valid against the row as loaded; the save's conditional UPDATE judges the row as
+        # it is now (processes took ranges meanwhile). Its refusal rolls the whole save back.
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except ValidationError as exc:
+            for message in exc.messages:
+                self.message_user(request, message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # A deleted row restarts at its minimum on next use, repeating every number handed out so far.

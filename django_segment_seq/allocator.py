@@ -1,4 +1,11 @@
-"""Takes blocks of numbers from the Sequence table with compare-and-set, retried on conflict and on lost connections."""
+"""Takes blocks of numbers from the Sequence table with compare-and-set, on a connection that can commit them.
+
+Where a block is taken: on the caller's own connection when it is in autocommit outside any
+transaction (no second connection), else on a private autocommit connection. Only when the caller's
+own transaction holds the row (it created, edited or locked it; on SQLite, holds the file's write
+lock) is the block taken inside that transaction: it is then provisional, and the cache uses it only
+while that transaction stands.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +16,39 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError, InterfaceError, OperationalError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
+from . import sqlite
+from .callers import can_carry_allocation, committed, in_transaction
 from .conf import app_settings
 from .dbconn import pool
-from .exceptions import SequenceContention, SequenceMisconfigured, SequenceNotFound, SequenceUnavailable
+from .exceptions import (
+    SequenceContention,
+    SequenceMisconfigured,
+    SequenceNotFound,
+    SequenceUnavailable,
+)
 from .ranges import Block, Row, next_block
-from .statements import SQLITE_GET_BUSY_TIMEOUT, SQLITE_SET_BUSY_TIMEOUT, flow_statements_for, statements_for
-
-# How long a private connection waits for SQLite's write lock before concluding that the caller's own
-# transaction holds it.
-SQLITE_LOCK_WAIT = 0.1
+from .statements import COMMIT, ROLLBACK, Statements, statements_for
 
 # Errors after which a fresh connection and another attempt may succeed.
 TRANSIENT_ERRORS: tuple[type[DatabaseError], ...] = (OperationalError, InterfaceError)
 # Errors that mean another transaction moved the row first: counted as lost compare-and-sets, not failures.
 LOST_RACE_SQLSTATES = frozenset({"40001", "40P01"})
 LOST_RACE_MYSQL_CODES = frozenset({1213, 1020})
+# Errors that mean another transaction holds the row (or SQLite's write lock) past the lock timeout.
+LOCK_TIMEOUT_SQLSTATES = frozenset({"55P03"})
+LOCK_TIMEOUT_MYSQL_CODES = frozenset({1205})
+
+
+class RowBusy(Exception):
+    """Another transaction holds the row, or SQLite's write lock, past the lock timeout."""
+
+
+class _RowMissing(Exception):
+    """The row does not exist as this connection sees it, and this connection may not create it."""
 
 
 @dataclass(slots=True)
@@ -38,8 +59,12 @@ class Allocation:
     step: int = 0
     conflicts: int = 0
     failures: int = 0
+    # Attempts that found the row held by another transaction.
+    busy: int = 0
     # Statements sent (reads, compare-and-sets, inserts): the database round trips this block cost.
     round_trips: int = 0
+    # Taken inside the caller's transaction: it stands or falls with that transaction.
+    provisional: bool = False
 
 
 def allocate(
@@ -49,55 +74,119 @@ def allocate(
     *,
     prefer: int = 0,
     create: bool = True,
-    sqlite_lock_wait: float | None = None,
+    background: bool = False,
+    caller_holds_row: bool = False,
 ) -> Allocation:
-    """A block of max(step, wanted, prefer) numbers, committed on a private connection before it is returned.
+    """A block of max(step, wanted, prefer) numbers, committed before it is returned unless marked provisional.
 
-    Lost compare-and-sets and transient database errors are retried with jittered back-off; a
-    block that was committed but whose answer was lost is simply never used (a gap, not a repeat).
-    With `sqlite_lock_wait`, SQLite's lock is waited for that many seconds once, without retries.
-    `create=False` never creates a missing row (background fetches leave that to callers).
+    Lost compare-and-sets and transient database errors are retried with jittered back-off; a block
+    that was committed but whose answer was lost is simply never used (a gap, not a repeat). A row
+    held by another transaction is waited for at most LOCK_TIMEOUT seconds. `background` fetches use
+    a private connection and never create a missing row. `caller_holds_row` says the caller's
+    transaction is already known to hold the row.
     """
     settings = app_settings()
-    retries = settings["CONNECTION_RETRIES"] if sqlite_lock_wait is None else 0
     result = Allocation()
+    caller = None if background else connections[alias]
+    inside = caller is not None and in_transaction(caller)
+    if caller is not None and inside and (caller_holds_row or sqlite.holds_write_lock(caller)):
+        return _in_caller_transaction(caller, alias, name, wanted, settings, result)
+    use_caller = caller is not None and not inside and can_carry_allocation(caller)
+    # A row missing from the committed table may be one the caller's own transaction created: that is
+    # asked of the caller before a private connection's INSERT would wait for the caller's lock.
+    may_create = create and not use_caller and not inside
+    deadline = time.monotonic() + settings["LOCK_TIMEOUT"]
     while True:
         try:
-            with pool.borrow(alias) as connection:
-                if sqlite_lock_wait is None:
-                    _compare_and_set(connection, alias, name, wanted, settings, result, prefer, create)
-                else:
-                    with _sqlite_busy_timeout(connection, sqlite_lock_wait):
-                        _compare_and_set(connection, alias, name, wanted, settings, result, prefer, create)
-                return result
+            with _connection(alias, caller if use_caller else None) as connection:
+                _compare_and_set(connection, alias, name, wanted, settings, result, prefer, may_create)
+            return result
+        except _RowMissing:
+            if not create:
+                raise SequenceNotFound(name, alias) from None
+            if caller is not None and inside and _visible_to(caller, name):
+                return _in_caller_transaction(caller, alias, name, wanted, settings, result)
+            use_caller = False  # created on a private connection, whose lock waits are bounded
+            may_create = True
+        except RowBusy as exc:
+            result.busy += 1
+            if caller is not None and inside and caller.vendor != "sqlite":
+                try:
+                    return _in_caller_transaction(caller, alias, name, wanted, settings, result)
+                except RowBusy:
+                    pass  # not the caller's hold: wait for the other transaction, within the bound
+            if time.monotonic() >= deadline:
+                raise SequenceUnavailable(
+                    name, alias, result.busy, RowBusy(f"the row was held by another transaction for over {settings['LOCK_TIMEOUT']} s")
+                ) from exc
+            backoff(result.busy, settings["MAX_BACKOFF"])
         except TRANSIENT_ERRORS as exc:
             result.failures += 1
-            if result.failures > retries:
+            use_caller = False  # the caller's connection is left for Django to recycle
+            if result.failures > settings["CONNECTION_RETRIES"]:
                 raise SequenceUnavailable(name, alias, result.failures, exc) from exc
             backoff(result.failures, settings["MAX_BACKOFF"])
 
 
 @contextmanager
-def _sqlite_busy_timeout(connection: BaseDatabaseWrapper, seconds: float) -> Iterator[None]:
-    with connection.cursor() as cursor:
-        cursor.execute(SQLITE_GET_BUSY_TIMEOUT)
-        (previous,) = cursor.fetchone()
-        cursor.execute(SQLITE_SET_BUSY_TIMEOUT.format(milliseconds=int(seconds * 1000)))
+def _connection(alias: str, caller: BaseDatabaseWrapper | None) -> Iterator[BaseDatabaseWrapper]:
+    if caller is not None:
+        yield caller
+    else:
+        with pool.borrow(alias) as connection:
+            yield connection
+
+
+def _in_caller_transaction(
+    caller: BaseDatabaseWrapper, alias: str, name: str, wanted: int, settings: dict[str, Any], result: Allocation
+) -> Allocation:
+    """A block taken inside the caller's transaction, which holds the row: it commits or rolls back with it.
+
+    A savepoint keeps an error here from breaking the caller's transaction. RowBusy if another
+    transaction holds the row after all.
+    """
+    sql = statements_for(caller, settings["LOCK_TIMEOUT"])
+    sid = transaction.savepoint(using=alias)
     try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute(SQLITE_SET_BUSY_TIMEOUT.format(milliseconds=int(previous)))
-
-
-def allocate_in_transaction(connection: BaseDatabaseWrapper, alias: str, name: str, wanted: int = 1) -> Allocation:
-    """A block taken inside the caller's own (SQLite) transaction: it commits or rolls back with it."""
-    settings = app_settings()
-    with connection.cursor() as cursor:
-        cursor.execute(statements_for(connection).take_write_lock, [name])
-    result = Allocation(round_trips=1)
-    _compare_and_set(connection, alias, name, wanted, settings, result)
+        with caller.cursor() as cursor:
+            if sql.take_write_lock is not None:
+                result.round_trips += 1
+                cursor.execute(sql.take_write_lock, [name])
+            row = _read_unless_locked(cursor, sql, name, result)
+            if row is None:
+                if caller.vendor != "sqlite":
+                    raise _RowMissing  # nobody else can hold it, and the caller did not create it
+                result.round_trips += 1
+                _create_row(caller, cursor, sql.insert_if_missing, alias, name, settings)
+                row = _read_row(cursor, sql.select_row, name)
+                if row is None:  # pragma: no cover - the insert above either created it or found it
+                    raise SequenceNotFound(name, alias)
+            block = next_block(name, row, wanted)
+            result.round_trips += 1
+            now = caller.ops.adapt_datetimefield_value(timezone.now())
+            cursor.execute(sql.compare_and_set_locked, [block.last, now, name, row.value, row.version])
+            if cursor.rowcount != 1:  # pragma: no cover - the row is locked by this transaction
+                raise RowBusy("the row moved while this transaction held it")
+    except _RowMissing:
+        transaction.savepoint_rollback(sid, using=alias)
+        raise RowBusy("the row is not the caller's") from None
+    except DatabaseError as exc:
+        transaction.savepoint_rollback(sid, using=alias)
+        if _is_lock_timeout(exc):
+            raise RowBusy(str(exc)) from exc
+        raise
+    except BaseException:
+        transaction.savepoint_rollback(sid, using=alias)
+        raise
+    transaction.savepoint_commit(sid, using=alias)
+    result.block, result.step, result.provisional = block, row.step, True
     return result
+
+
+def _visible_to(caller: BaseDatabaseWrapper, name: str) -> bool:
+    """Whether the caller's transaction sees a row the committed table lacks: it created the row itself."""
+    with caller.cursor() as cursor:
+        return _read_row(cursor, statements_for(caller).select_row, name) is not None
 
 
 def _compare_and_set(
@@ -107,30 +196,72 @@ def _compare_and_set(
     wanted: int,
     settings: dict[str, Any],
     result: Allocation,
-    prefer: int = 0,
-    create: bool = True,
+    prefer: int,
+    create: bool,
 ) -> None:
-    sql = statements_for(connection)
-    with connection.cursor() as cursor:
-        while True:
-            result.round_trips += 1
-            row = _read_row(cursor, sql.select_row, name)
-            if row is None:
-                if not create:
-                    raise SequenceNotFound(name, alias)
+    sql = statements_for(connection, settings["LOCK_TIMEOUT"])
+    try:
+        with connection.cursor() as cursor, _write_transaction(cursor, sql):
+            while True:
+                row = _read_unless_locked(cursor, sql, name, result)
+                if row is None:
+                    if not create:
+                        raise _RowMissing
+                    result.round_trips += 1
+                    _create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
+                    continue
+                block = next_block(name, row, wanted, prefer)
+                now = connection.ops.adapt_datetimefield_value(timezone.now())
                 result.round_trips += 1
-                _create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
-                continue
-            block = next_block(name, row, wanted, prefer)
-            now = connection.ops.adapt_datetimefield_value(timezone.now())
-            result.round_trips += 1
-            if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, name, row.value]):
-                result.block, result.step = block, row.step
-                return
-            result.conflicts += 1
-            if result.conflicts > settings["MAX_RETRIES"]:
-                raise SequenceContention(name, result.conflicts)
-            backoff(result.conflicts, settings["MAX_BACKOFF"])
+                if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, name, row.value, row.version]):
+                    break
+                result.conflicts += 1
+                if result.conflicts > settings["MAX_RETRIES"]:
+                    raise SequenceContention(name, result.conflicts)
+                backoff(result.conflicts, settings["MAX_BACKOFF"])
+    except DatabaseError as exc:
+        if _is_lock_timeout(exc):
+            raise RowBusy(str(exc)) from exc
+        raise
+    if not committed(connection):
+        # Autocommit was turned off on the session behind Django's back (an init_command, a server
+        # default): the block would vanish with the session, so it is never handed out.
+        connection.connection.rollback()
+        raise SequenceMisconfigured(
+            name,
+            f"the connection to database {alias!r} left the allocation uncommitted: its session does not "
+            "run in autocommit (check OPTIONS such as init_command, and the server's autocommit default)",
+        )
+    result.block, result.step = block, row.step
+
+
+@contextmanager
+def _write_transaction(cursor: Any, sql: Statements) -> Iterator[None]:
+    """SQLite: BEGIN IMMEDIATE ... COMMIT around an allocation on its own; elsewhere each statement commits."""
+    if sql.begin_write is None:
+        yield
+        return
+    cursor.execute(sql.begin_write)
+    try:
+        yield
+    except BaseException:
+        try:
+            cursor.execute(ROLLBACK)
+        except DatabaseError:
+            pass  # the connection is broken; the pool drops it
+        raise
+    cursor.execute(COMMIT)
+
+
+def _read_unless_locked(cursor: Any, sql: Statements, name: str, result: Allocation) -> Row | None:
+    """The row, None if it does not exist; RowBusy if another transaction holds it."""
+    result.round_trips += 1
+    row = _read_row(cursor, sql.select_row_unless_locked, name)
+    if row is None and sql.select_row_unless_locked != sql.select_row:
+        result.round_trips += 1
+        if _read_row(cursor, sql.select_row, name) is not None:
+            raise RowBusy("the row is locked by another transaction")
+    return row
 
 
 def _try_compare_and_set(cursor: Any, compare_and_set: str, params: list[Any]) -> bool:
@@ -141,16 +272,31 @@ def _try_compare_and_set(cursor: Any, compare_and_set: str, params: list[Any]) -
         if not _lost_race(exc):
             raise
         return False
-    return cursor.rowcount == 1
+    return bool(cursor.rowcount == 1)
+
+
+def _driver_code(exc: DatabaseError) -> tuple[str | None, int | None]:
+    cause = exc.__cause__
+    args = getattr(cause, "args", ())
+    return getattr(cause, "sqlstate", None), (args[0] if args and isinstance(args[0], int) else None)
 
 
 def _lost_race(exc: DatabaseError) -> bool:
     """PostgreSQL 40001/40P01 (a server default of REPEATABLE READ or SERIALIZABLE), MySQL 1213/1020."""
-    cause = exc.__cause__
-    if getattr(cause, "sqlstate", None) in LOST_RACE_SQLSTATES:
+    sqlstate, code = _driver_code(exc)
+    return sqlstate in LOST_RACE_SQLSTATES or code in LOST_RACE_MYSQL_CODES
+
+
+def _is_lock_timeout(exc: DatabaseError, *, sqlite_too: bool = False) -> bool:
+    """PostgreSQL 55P03 (lock_timeout), MySQL 1205; with `sqlite_too`, SQLite's "database is locked".
+
+    SQLite's error is about the file's one write lock, which every writer contends for: for an
+    allocation it is a transient failure, retried within CONNECTION_RETRIES, not a row held elsewhere.
+    """
+    sqlstate, code = _driver_code(exc)
+    if sqlstate in LOCK_TIMEOUT_SQLSTATES or code in LOCK_TIMEOUT_MYSQL_CODES:
         return True
-    args = getattr(cause, "args", ())
-    return bool(args) and args[0] in LOST_RACE_MYSQL_CODES
+    return sqlite_too and isinstance(exc, OperationalError) and "database is locked" in str(exc)
 
 
 def _read_row(cursor: Any, select_row: str, name: str) -> Row | None:
@@ -158,16 +304,27 @@ def _read_row(cursor: Any, select_row: str, name: str) -> Row | None:
     found = cursor.fetchone()
     if found is None:
         return None
-    value, step, min_value, max_value, cycle = found
-    return Row(int(value), int(step), int(min_value), int(max_value), bool(cycle))
+    value, step, min_value, max_value, cycle, version = found
+    return Row(int(value), int(step), int(min_value), int(max_value), bool(cycle), int(version))
 
 
 def _create_row(
-    connection: BaseDatabaseWrapper, cursor: Any, insert: str, alias: str, name: str, settings: dict[str, Any]
+    connection: BaseDatabaseWrapper,
+    cursor: Any,
+    insert: str,
+    alias: str,
+    name: str,
+    settings: dict[str, Any],
+    *,
+    template: Row | None = None,
+    base_name: str | None = None,
+    period: str | None = None,
 ) -> None:
-    row = _new_row(alias, name, settings)
+    row = template or _new_row(alias, name, settings)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
-    cursor.execute(insert, [name, *row, now, now])
+    cursor.execute(
+        insert, [name, row.value, row.step, row.min_value, row.max_value, row.cycle, now, now, base_name, period]
+    )
 
 
 def _new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
@@ -178,7 +335,7 @@ def _new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
         raise SequenceNotFound(name, alias)
     field = Sequence._meta.get_field
     min_value = field("min_value").default
-    return Row(min_value - 1, settings["DEFAULT_STEP"], min_value, field("max_value").default, False)
+    return Row(min_value - 1, settings["DEFAULT_STEP"], min_value, field("max_value").default, False, 0)
 
 
 def backoff(attempt: int, ceiling: float) -> None:
@@ -204,7 +361,25 @@ def create_derived_row(
     and all but one quietly find the row there. An existing row is left as it is.
     """
     settings = app_settings()
-    sql = statements_for(connection)
+    try:
+        _create_derived_row(connection, alias, name, settings, base_name=base_name, period=period, cap=cap)
+    except DatabaseError as exc:
+        if _is_lock_timeout(exc, sqlite_too=True):
+            raise RowBusy(str(exc)) from exc
+        raise
+
+
+def _create_derived_row(
+    connection: BaseDatabaseWrapper,
+    alias: str,
+    name: str,
+    settings: dict[str, Any],
+    *,
+    base_name: str | None,
+    period: str | None,
+    cap: int | None,
+) -> None:
+    sql = statements_for(connection, settings["LOCK_TIMEOUT"])
     with connection.cursor() as cursor:
         if _read_row(cursor, sql.select_row, name) is not None:
             return
@@ -223,10 +398,9 @@ def create_derived_row(
                 name, f"its format holds numbers up to {cap}, below the sequence's min_value {template.min_value}"
             )
         step = min(template.step, max_value - template.min_value + 1)
-        now = connection.ops.adapt_datetimefield_value(timezone.now())
-        cursor.execute(
-            flow_statements_for(connection).insert_derived_if_missing,
-            [name, template.min_value - 1, step, template.min_value, max_value, template.cycle, now, now, base_name, period],
+        row = Row(template.min_value - 1, step, template.min_value, max_value, template.cycle, 0)
+        _create_row(
+            connection, cursor, sql.insert_if_missing, alias, name, settings, template=row, base_name=base_name, period=period
         )
 
 
@@ -237,27 +411,33 @@ def ensure_derived_row(
     base_name: str | None = None,
     period: str | None = None,
     cap: int | None = None,
-    caller: BaseDatabaseWrapper | None = None,
 ) -> bool:
-    """Make sure row `name` exists, creating it on a private connection; True once it is known to be committed.
+    """Make sure row `name` exists; True once it is known to be committed.
 
-    With `caller` (a SQLite connection inside a transaction that may hold the only write lock), the
-    private connection waits briefly, then the row is created inside the caller's transaction and
-    False is returned: it is gone again if that transaction rolls back.
+    It is created on a private connection, unless the caller's transaction holds SQLite's write lock
+    or (elsewhere) the row another connection would wait for: then inside that transaction, and
+    False is returned, since it is gone again if that transaction rolls back.
     """
-    try:
-        with pool.borrow(alias) as connection:
-            if caller is None:
+    caller = connections[alias]
+    inside = in_transaction(caller)
+    if not (inside and sqlite.holds_write_lock(caller)):
+        try:
+            with pool.borrow(alias) as connection:
                 create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
-            else:
-                with _sqlite_busy_timeout(connection, SQLITE_LOCK_WAIT):
-                    create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
-        return True
-    except TRANSIENT_ERRORS:
-        if caller is None:
-            raise
-    # Write before reading, so the caller's transaction waits for the lock instead of deadlocking on it.
-    with caller.cursor() as cursor:
-        cursor.execute(statements_for(caller).take_write_lock, [name])
-    create_derived_row(caller, alias, name, base_name=base_name, period=period, cap=cap)
+            return True
+        except RowBusy as exc:
+            if not inside:
+                raise SequenceUnavailable(name, alias, 1, exc) from exc
+    sid = transaction.savepoint(using=alias)
+    try:
+        with caller.cursor() as cursor:
+            take_write_lock = statements_for(caller).take_write_lock
+            if take_write_lock is not None:
+                # Write before reading, so the caller's transaction waits for the lock instead of deadlocking on it.
+                cursor.execute(take_write_lock, [name])
+        create_derived_row(caller, alias, name, base_name=base_name, period=period, cap=cap)
+    except BaseException:
+        transaction.savepoint_rollback(sid, using=alias)
+        raise
+    transaction.savepoint_commit(sid, using=alias)
     return False

@@ -2,43 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.core.signals import setting_changed
-from django.db import DEFAULT_DB_ALIAS, router
-from django.dispatch import receiver
-
 from .cache import SequenceStats, ranges
-from .conf import SETTING_NAME, app_settings
-
-# The alias when no call can change it (set in SEGMENT_SEQ, or no routers): saves the hot path a router call.
-_fixed_alias: str | None = None
-
-
-def sequence_database(using: str | None = None) -> str:
-    """The alias whose Sequence table serves a call: `using`, else SEGMENT_SEQ['DATABASE'], else the router."""
-    global _fixed_alias
-    if using:
-        return using
-    alias = app_settings()["DATABASE"]
-    if alias:
-        _fixed_alias = alias
-        return alias
-    if not router.routers:
-        _fixed_alias = DEFAULT_DB_ALIAS
-        return DEFAULT_DB_ALIAS
-    from .models import Sequence
-
-    return router.db_for_write(Sequence)
-
-
-@receiver(setting_changed)
-def _forget_alias(*, setting: str, **kwargs: Any) -> None:
-    global _fixed_alias
-    if setting in (SETTING_NAME, "DATABASE_ROUTERS"):
-        _fixed_alias = None
-        ranges.by_name.clear()
-
+from .routing import fixed_alias, sequence_database
 
 _slot_named = ranges.by_name.get
 
@@ -58,9 +23,10 @@ def next_value(sequence_name: str, *, using: str | None = None) -> int:
                     return number
             finally:
                 lock.release()
-    alias = using or _fixed_alias or sequence_database()
+    fixed = fixed_alias()
+    alias = using or fixed or sequence_database()
     number = ranges.take(alias, sequence_name)
-    if not using and alias == _fixed_alias:
+    if not using and alias == fixed_alias():
         slot = ranges._slots.get((alias, sequence_name))
         if slot is not None:
             ranges.by_name[sequence_name] = slot
@@ -71,21 +37,22 @@ def next_values(sequence_name: str, count: int, *, using: str | None = None) -> 
     """`count` distinct, increasing, contiguous numbers, taken in one allocation when the cache lacks them."""
     if not isinstance(count, int) or isinstance(count, bool):
         raise TypeError(f"Sequence {sequence_name!r}: count must be an int, not {type(count).__name__}")
-    return ranges.take_many(using or _fixed_alias or sequence_database(), sequence_name, count)
+    return ranges.take_many(using or fixed_alias() or sequence_database(), sequence_name, count)
 
 
 def sequence_stats() -> dict[tuple[str, str], SequenceStats]:
     """This process's figures per (alias, sequence name), copied: numbers handed out, fetches, retries, step.
 
     Fields: handed_out, ranges_fetched, foreground_fetches, background_fetches, background_failures,
-    waits_for_background, retries, failures, round_trips, step, row_step, fetched_in_caller_transaction,
-    and the property blocking_fetches (foreground fetches plus waits for a background one).
+    waits_for_background, retries, failures, busy, round_trips, step, row_step,
+    fetched_in_caller_transaction, and the property blocking_fetches (foreground fetches plus waits
+    for a background one).
     """
     return ranges.stats()
 
 
 def wait_for_prefetch(timeout: float | None = None) -> bool:
-    """Wait until no background fetch is queued or running; True if so within `timeout` seconds."""
+    """Wait until no background fetch is running; True if so within `timeout` seconds."""
     from .prefetch import prefetcher
 
     return prefetcher.drain(timeout)
@@ -100,7 +67,7 @@ def close_connections() -> None:
 
 def clear_cache() -> None:
     """Drop this process's cached ranges; their unused numbers become gaps. Needed after deleting Sequence rows."""
-    ranges.clear()
     from .periods import forget
 
+    ranges.clear()
     forget()

@@ -1,9 +1,10 @@
 """Per-process cached ranges: numbers come from memory under one short lock, the database is asked once per range.
 
-Keyed by (database alias, sequence name). With prefetch on, the next range is fetched by a
-background thread once a share of the current one is used, so callers seldom wait for the
-database; with the adaptive step, ranges grow under heavy demand and shrink under light demand.
-Cleared in a child after fork(), so a child never hands out its parent's cached or prefetched numbers.
+Keyed by (database alias, sequence name). With prefetch on, the next range is fetched in the
+background once a share of the current one is used, so callers seldom wait for the database; with
+the adaptive step, ranges grow under heavy demand and shrink under light demand (see sizing). A
+block taken inside the caller's transaction (see allocator) is kept apart and used only while that
+transaction stands. Cleared in a child after fork(), so a child never hands out its parent's numbers.
 """
 
 from __future__ import annotations
@@ -14,22 +15,19 @@ import random
 import threading
 import time
 from dataclasses import dataclass, replace
-from weakref import WeakKeyDictionary
+from typing import Any
 
-from django.db import connections, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
+from django.core.signals import setting_changed
+from django.db import connections
+from django.dispatch import receiver
 
-from .allocator import SQLITE_LOCK_WAIT, Allocation, allocate, allocate_in_transaction
-from .conf import app_settings
-from .exceptions import SequenceUnavailable
+from . import sqlite
+from .allocator import Allocation, allocate
+from .conf import SETTING_NAME, app_settings
 from .prefetch import prefetcher
 from .ranges import Block
-from .transactions import commit_hook_queued, in_sqlite_transaction
-
-# How long a caller inside a SQLite transaction waits for a thread that may be blocked on its write lock.
-SQLITE_SLOT_WAIT = 0.05
-# How long a background fetch on SQLite waits for the write lock, which a caller's transaction may hold.
-SQLITE_BACKGROUND_LOCK_WAIT = 0.5
+from .sizing import next_size
+from .txblocks import Held, TransactionMemory
 
 
 @dataclass(slots=True)
@@ -40,19 +38,21 @@ class SequenceStats:
     ranges_fetched: int = 0
     # Fetches a caller ran itself and waited for (the first one, after a failed prefetch, prefetch off).
     foreground_fetches: int = 0
-    # Fetches run by the prefetch thread while callers kept taking numbers from memory.
+    # Fetches run in the background while callers kept taking numbers from memory.
     background_fetches: int = 0
     background_failures: int = 0
     # Callers that ran out while a background fetch was still in flight, and waited for it.
     waits_for_background: int = 0
     retries: int = 0
     failures: int = 0
+    # Attempts that found the row held by another transaction.
+    busy: int = 0
     # Statements the allocations sent: reads, compare-and-sets and row creations.
     round_trips: int = 0
     # Size of the latest range (the adaptive step), and the row's own step at that fetch.
     step: int = 0
     row_step: int = 0
-    # SQLite only: blocks taken inside the caller's transaction because it held the write lock.
+    # Blocks taken inside the caller's transaction, because that transaction held the row or SQLite's write lock.
     fetched_in_caller_transaction: int = 0
 
     @property
@@ -77,9 +77,9 @@ class _Slot:
         "pending",
         "fetching",
         "hint",
+        "completed",
         "contended",
         "on_sqlite",
-        "wait",
         "stats",
     )
 
@@ -97,11 +97,10 @@ class _Slot:
         self.started = 0.0
         self.pending: Block | None = None
         self.fetching = False
-        self.hint = 0
+        self.hint = 0  # the adaptive size asked for last; 0 means the row's step
+        self.completed: tuple[int, float] | None = None  # (size, seconds) of the latest range used up
         self.contended = False  # the latest fetch lost a compare-and-set
         self.on_sqlite = on_sqlite
-        # How long the hot path waits for the lock: on SQLite a holder may wait for this caller's write lock.
-        self.wait = SQLITE_SLOT_WAIT if on_sqlite else -1
         # handed_out here counts numbers of earlier ranges; the current range's are next - first.
         self.stats = SequenceStats()
 
@@ -112,6 +111,7 @@ class _Slot:
         self.stats.ranges_fetched += 1
         self.stats.retries += allocation.conflicts
         self.stats.failures += allocation.failures
+        self.stats.busy += allocation.busy
         self.stats.round_trips += allocation.round_trips
         self.stats.row_step = allocation.step
         self.contended = allocation.conflicts > 0
@@ -121,26 +121,6 @@ class _Slot:
         stats.handed_out += self.next - self.first
         stats.step = self.last - self.first + 1 if self.last >= self.first else stats.step
         return stats
-
-
-class _StillFetching(Exception):
-    """A caller inside a SQLite transaction gave up waiting for a background fetch it may itself be blocking."""
-
-
-class _TransactionBlock:
-    """Numbers allocated inside a caller's SQLite transaction, usable only while that allocation is not rolled back."""
-
-    __slots__ = ("next", "last", "committed", "callback")
-
-    def __init__(self, first: int, last: int) -> None:
-        self.next = first
-        self.last = last
-        self.committed = False
-        self.callback = None
-
-    def alive(self, connection: BaseDatabaseWrapper) -> bool:
-        # A commit hook still queued means the allocating UPDATE still stands.
-        return self.committed or commit_hook_queued(connection, self.callback)
 
 
 class RangeCache:
@@ -159,15 +139,14 @@ class RangeCache:
             # The slots of the one alias next_value() uses without being told (see api), by name alone.
             self.by_name: dict[str, _Slot] = {}
         self._guard = threading.Lock()
-        self._in_transaction: WeakKeyDictionary[BaseDatabaseWrapper, dict[str, _TransactionBlock]] = (
-            WeakKeyDictionary()
-        )
+        # Blocks taken inside callers' transactions, per caller connection and sequence.
+        self._held = TransactionMemory()
 
     def take(self, alias: str, name: str) -> int:
         """One number; the hot path is a dict lookup and one short lock."""
         slot = self._slots.get((alias, name)) or self._add_slot(alias, name)
-        if slot.on_sqlite:
-            return self._take_sqlite(slot, 1)[0]
+        if slot.on_sqlite and sqlite.holds_write_lock(connections[alias]):
+            return self._take_holding_write_lock(slot, 1)[0]
         with slot.lock:
             number = slot.next
             if number < slot.trigger:
@@ -180,8 +159,8 @@ class RangeCache:
         if count < 1:
             raise ValueError(f"Sequence {name!r}: the count must be at least 1, not {count}")
         slot = self._slots.get((alias, name)) or self._add_slot(alias, name)
-        if slot.on_sqlite:
-            return self._take_sqlite(slot, count)
+        if slot.on_sqlite and sqlite.holds_write_lock(connections[alias]):
+            return self._take_holding_write_lock(slot, count)
         with slot.lock:
             return self._take_locked(slot, count)
 
@@ -201,8 +180,8 @@ class RangeCache:
     def clear(self) -> None:
         """Forget every cached range (their numbers become gaps); for tests and after deleting rows.
 
-        Background fetches still running are waited for first, so none lands after the caller
-        has, say, emptied the Sequence table.
+        Background fetches still running are waited for first (within a bound), so none lands after
+        the caller has, say, emptied the Sequence table.
         """
         prefetcher.drain(timeout=30)
         self._reset()
@@ -215,9 +194,10 @@ class RangeCache:
         with self._guard:
             return self._slots.setdefault((alias, name), _Slot(alias, name, on_sqlite))
 
-    def _take_locked(self, slot: _Slot, count: int, in_sqlite_transaction: bool = False) -> range:
+    def _take_locked(self, slot: _Slot, count: int) -> range:
         """The slow path, with slot.lock held: start a prefetch, switch to the prefetched range, or fetch."""
         waited = False
+        deadline = 0.0
         while True:
             if slot.remaining() >= count:
                 first = slot.next
@@ -231,27 +211,48 @@ class RangeCache:
                 self._set_range(slot, pending, 0)
                 continue
             if slot.fetching:
+                # Wait for the background fetch, but never longer than a lock wait: past that it is stuck
+                # (a row held elsewhere, a dead server), and the caller fetches itself.
                 if not waited:
                     slot.stats.waits_for_background += 1
                     waited = True
-                if in_sqlite_transaction:
-                    # The fetch may be waiting for the write lock this caller's transaction holds.
-                    slot.ready.wait(SQLITE_BACKGROUND_LOCK_WAIT + SQLITE_SLOT_WAIT)
-                    if slot.fetching:
-                        raise _StillFetching
-                else:
-                    slot.ready.wait()
-                continue
-            return self._refill(slot, count, SQLITE_LOCK_WAIT if in_sqlite_transaction else None)
+                    deadline = time.monotonic() + app_settings()["LOCK_TIMEOUT"]
+                left = deadline - time.monotonic()
+                if left > 0:
+                    slot.ready.wait(left)
+                    continue
+            return self._refill(slot, count)
 
-    def _refill(self, slot: _Slot, wanted: int, sqlite_lock_wait: float | None = None) -> range:
+    def _take_holding_write_lock(self, slot: _Slot, count: int) -> range:
+        """SQLite, caller's transaction holding the write lock: never wait for a thread that may wait for that lock."""
+        if not slot.lock.acquire(timeout=sqlite.SLOT_WAIT):
+            return self._provisional(slot, count)
+        try:
+            if slot.remaining() >= count:
+                first = slot.next
+                slot.next = first + count
+                return range(first, first + count)
+            return self._refill(slot, count)
+        finally:
+            slot.lock.release()
+
+    def _refill(self, slot: _Slot, wanted: int) -> range:
         """A new block of at least max(step, wanted); returns its first `wanted` numbers and caches the rest."""
+        caller = connections[slot.alias]
+        held = self._held.get(caller, slot.name)
+        if held is not None:
+            numbers = held.take(wanted)
+            if numbers is not None:
+                slot.stats.handed_out += wanted
+                return numbers
         allocation = allocate(
-            slot.alias, slot.name, wanted, prefer=self._next_size(slot), sqlite_lock_wait=sqlite_lock_wait
+            slot.alias, slot.name, wanted, prefer=self._next_size(slot), caller_holds_row=held is not None
         )
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
         block = allocation.block
+        if allocation.provisional:
+            return self._keep_provisional(slot, caller, allocation, wanted)
         if block.size > wanted or slot.next > slot.last:
             self._set_range(slot, block, wanted)
             if slot.next >= slot.trigger:
@@ -260,38 +261,68 @@ class RangeCache:
             slot.stats.handed_out += wanted
         return range(block.first, block.first + wanted)
 
+    def _keep_provisional(self, slot: _Slot, caller: Any, allocation: Allocation, wanted: int) -> range:
+        """Hand out the first `wanted` numbers of a block taken in the caller's transaction; keep the rest for it."""
+        block = allocation.block
+        slot.stats.fetched_in_caller_transaction += 1
+        slot.stats.handed_out += wanted
+        held = Held(block.first + wanted, block.last)
+        self._held.keep(caller, slot.alias, slot.name, held, functools.partial(self._adopt, slot))
+        return range(block.first, block.first + wanted)
+
+    def _provisional(self, slot: _Slot, count: int) -> range:
+        """Numbers for a caller that may not wait for the slot: from its transaction's block, or a new one there."""
+        caller = connections[slot.alias]
+        held = self._held.get(caller, slot.name)
+        numbers = held.take(count) if held is not None else None
+        if numbers is None:
+            allocation = allocate(slot.alias, slot.name, count, caller_holds_row=True)
+            slot.record(allocation)  # without the slot's lock: figures only, read as approximate
+            slot.stats.foreground_fetches += 1
+            return self._keep_provisional(slot, caller, allocation, count)
+        slot.stats.handed_out += count
+        return numbers
+
+    def _adopt(self, slot: _Slot, held: Held) -> None:
+        """After commit the block is durable: its rest becomes the process's cached range if that is empty."""
+        if self._slots.get((slot.alias, slot.name)) is not slot:
+            return  # cleared or forked since
+        with slot.lock:
+            if slot.next > slot.last and held.next <= held.last:
+                self._set_range(slot, Block(held.next, held.last), 0)
+                held.next = held.last + 1
+
     def _set_range(self, slot: _Slot, block: Block, taken: int) -> None:
         """Make `block` the current range (its first `taken` numbers already handed out); the old rest is a gap."""
+        now = time.monotonic()
+        if slot.last >= slot.first and slot.next > slot.last:
+            slot.completed = (slot.last - slot.first + 1, now - slot.started)
         slot.stats.handed_out += slot.next - slot.first
         slot.first = block.first
         slot.next = block.first + taken
         slot.last = block.last
-        slot.started = time.monotonic()
+        slot.started = now
         slot.trigger = slot.last + 1
-        settings = app_settings()
-        if settings["PREFETCH"] and slot.pending is None and not slot.fetching:
+        if self._prefetch_on(slot) and slot.pending is None and not slot.fetching:
             # Jitter the point a little, so processes that started together drift apart.
-            share = settings["PREFETCH_AT"] * random.uniform(0.75, 1.25)
+            share = app_settings()["PREFETCH_AT"] * random.uniform(0.75, 1.25)
             slot.trigger = min(slot.last + 1, slot.first + int(block.size * share))
 
+    @staticmethod
+    def _prefetch_on(slot: _Slot) -> bool:
+        return bool(app_settings()["PREFETCH"]) and (not slot.on_sqlite or sqlite.prefetch_allowed(slot.alias))
+
     def _start_prefetch(self, slot: _Slot) -> None:
-        """Queue a background fetch of the next range, once per range; a failed one is not retried here."""
+        """Start a background fetch of the next range, once per range; a failed one is not retried here."""
         slot.trigger = slot.last + 1  # the hot path serves the rest of the range
-        if slot.pending is not None or slot.fetching or not app_settings()["PREFETCH"]:
+        if slot.pending is not None or slot.fetching or not self._prefetch_on(slot):
             return
         prefer = self._next_size(slot)
         slot.fetching = prefetcher.submit(functools.partial(self._fetch_in_background, slot, prefer))
 
     def _fetch_in_background(self, slot: _Slot, prefer: int) -> None:
         try:
-            allocation = allocate(
-                slot.alias,
-                slot.name,
-                1,
-                prefer=prefer,
-                create=False,
-                sqlite_lock_wait=SQLITE_BACKGROUND_LOCK_WAIT if slot.on_sqlite else None,
-            )
+            allocation = allocate(slot.alias, slot.name, 1, prefer=prefer, create=False, background=True)
         except Exception:
             # The next caller that runs out fetches in the foreground, where the error surfaces.
             with slot.lock:
@@ -303,105 +334,39 @@ class RangeCache:
             slot.fetching = False
             slot.record(allocation)
             slot.stats.background_fetches += 1
-            slot.pending = allocation.block
+            if slot.pending is None:
+                slot.pending = allocation.block
+            # else a caller fetched itself meanwhile: this block is a gap
             slot.ready.notify_all()
 
     def _next_size(self, slot: _Slot) -> int:
-        """The range size to ask for (0 means the row's step), aiming at STEP_TARGET_SECONDS per range.
-
-        Ranges that go too fast grow toward what the target needs (at most 16 times per fetch, at
-        least doubling, as Leaf does); ranges that last over twice the target halve. A fetch that
-        lost a compare-and-set doubles the size too: fewer fetches are fewer collisions.
-        """
+        """The range size to ask for (0 means the row's step); see sizing.next_size for the rule."""
         settings = app_settings()
         if not settings["ADAPTIVE_STEP"]:
             return 0
+        completed = slot.completed
+        if slot.last >= slot.first and slot.next > slot.last:
+            completed = (slot.last - slot.first + 1, time.monotonic() - slot.started)  # the range just used up
         size = slot.last - slot.first + 1
-        used = slot.next - slot.first
-        if size <= 0 or used <= 0:
-            return slot.hint
-        lasts = (time.monotonic() - slot.started) * size / used  # seconds this range lasts at the current pace
-        target = settings["STEP_TARGET_SECONDS"]
-        if lasts < target / 2:
-            needed = size * target / lasts if lasts > 0 else size * 16
-            hint = int(min(size * 16, max(size * 2, needed)))
-        elif lasts > target * 2:
-            hint = size // 2
-        else:
-            hint = size
-        if slot.contended:
-            hint = max(hint, size * 2)
-        slot.hint = min(hint, settings["MAX_STEP"])
+        slot.hint = next_size(
+            slot.hint,
+            completed,
+            contended=slot.contended,
+            target=settings["STEP_TARGET_SECONDS"],
+            max_step=settings["MAX_STEP"],
+        )
         # A little jitter, so processes that started together stop running out at the same moment.
         if size < slot.hint < settings["MAX_STEP"]:
             return int(slot.hint * random.uniform(0.8, 1.0))
         return slot.hint
 
-    def _take_sqlite(self, slot: _Slot, count: int) -> range:
-        connection = connections[slot.alias]
-        if not in_sqlite_transaction(connection):
-            with slot.lock:
-                return self._take_locked(slot, count)
-        # The caller's transaction may hold SQLite's only write lock, which a private connection would
-        # wait for forever. Try one briefly; if it cannot write, allocate inside the caller's transaction.
-        if slot.lock.acquire(timeout=SQLITE_SLOT_WAIT):
-            try:
-                if slot.remaining() < count:
-                    # A block this transaction already took is used before the private connection is
-                    # tried again: that try would wait for the lock this transaction holds, per number.
-                    numbers = self._from_transaction_block(connection, slot, count)
-                    if numbers is not None:
-                        return numbers
-                return self._take_locked(slot, count, in_sqlite_transaction=True)
-            except (SequenceUnavailable, _StillFetching):
-                pass
-            finally:
-                slot.lock.release()
-        return self._take_in_transaction(connection, slot, count)
-
-    def _from_transaction_block(self, connection: BaseDatabaseWrapper, slot: _Slot, count: int) -> range | None:
-        with self._guard:
-            blocks = self._in_transaction.get(connection)
-        block = blocks.get(slot.name) if blocks else None
-        if block is not None and block.alive(connection) and block.last - block.next + 1 >= count:
-            first = block.next
-            block.next += count
-            slot.stats.handed_out += count
-            return range(first, first + count)
-        return None
-
-    def _take_in_transaction(self, connection: BaseDatabaseWrapper, slot: _Slot, count: int) -> range:
-        numbers = self._from_transaction_block(connection, slot, count)
-        if numbers is not None:
-            return numbers
-        with self._guard:
-            blocks = self._in_transaction.setdefault(connection, {})
-        allocation = allocate_in_transaction(connection, slot.alias, slot.name, count)
-        slot.record(allocation)
-        slot.stats.foreground_fetches += 1
-        slot.stats.fetched_in_caller_transaction += 1
-        slot.stats.handed_out += count
-        first = allocation.block.first
-        if not connection.in_atomic_block:
-            return range(first, first + count)  # manual transaction: no commit hook, so nothing is kept
-        block = _TransactionBlock(first + count, allocation.block.last)
-        block.callback = functools.partial(self._adopt, slot, block, blocks)
-        blocks[slot.name] = block
-        transaction.on_commit(block.callback, using=slot.alias)
-        return range(first, first + count)
-
-    def _adopt(self, slot: _Slot, block: _TransactionBlock, blocks: dict[str, _TransactionBlock]) -> None:
-        """After commit the block is durable: its rest becomes the process's cached range if that is empty."""
-        block.committed = True
-        if blocks.get(slot.name) is block:
-            del blocks[slot.name]
-        if self._slots.get((slot.alias, slot.name)) is not slot:
-            return  # cleared or forked since
-        with slot.lock:
-            if slot.next > slot.last and block.next <= block.last:
-                self._set_range(slot, Block(block.next, block.last), 0)
-                block.next = block.last + 1
-
 
 ranges = RangeCache()
 os.register_at_fork(after_in_child=ranges._reset)
+
+
+@receiver(setting_changed)
+def _forget_slots_by_name(*, setting: str, **kwargs: Any) -> None:
+    """The alias calls without `using` resolve to may have changed."""
+    if setting in (SETTING_NAME, "DATABASE_ROUTERS"):
+        ranges.by_name.clear()

@@ -15,6 +15,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "MAX_RETRIES": (int,),
     "CONNECTION_RETRIES": (int,),
     "MAX_BACKOFF": (int, float),
+    "LOCK_TIMEOUT": (int, float),
+    "CONNECTION_MAX_IDLE": (int, float),
     "CREATE_ON_FIRST_USE": (bool,),
     "PREFETCH": (bool,),
     "PREFETCH_AT": (int, float),
@@ -28,6 +30,7 @@ _BOUNDS: dict[str, tuple[float, float | None]] = {
     "MAX_STEP": (1, None),
     "PREFETCH_AT": (0, 1),
     "STEP_TARGET_SECONDS": (0.001, None),
+    "LOCK_TIMEOUT": (0.001, None),
 }
 
 
@@ -102,5 +105,27 @@ def _check_router_agrees(alias: str) -> list[checks.CheckMessage]:
             f"{routed!r}: the admin and migrations would use another table than the one numbers come from.",
             hint="Add 'django_segment_seq.routers.SequenceRouter' to DATABASE_ROUTERS.",
             id="django_segment_seq.E005",
+        )
+    ]
+
+
+@checks.register()
+def check_sqlite_single_writer(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """A shared SQLite file whose transactions take the write lock at BEGIN leaves no room for an independent commit."""
+    from . import sqlite
+    from .routing import sequence_database
+
+    alias = sequence_database()
+    if alias not in settings.DATABASES or not sqlite.shares_file(alias) or not sqlite.immediate_transactions(alias):
+        return []
+    return [
+        checks.Warning(
+            f"Database {alias!r} is SQLite with transaction_mode "
+            f"{settings.DATABASES[alias]['OPTIONS']['transaction_mode']!r} and also holds the Sequence table: every "
+            "transaction holds the file's write lock from its first statement, so numbers taken inside a transaction "
+            "are taken there too and come back if it rolls back.",
+            hint="Keep the Sequence table in a SQLite file of its own: SEGMENT_SEQ['DATABASE'] naming a second "
+            "database and 'django_segment_seq.routers.SequenceRouter' in DATABASE_ROUTERS.",
+            id="django_segment_seq.W001",
         )
     ]

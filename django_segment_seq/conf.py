@@ -21,6 +21,11 @@ DEFAULTS: dict[str, Any] = {
     "CONNECTION_RETRIES": 5,
     # Upper bound of the jittered back-off between attempts, in seconds.
     "MAX_BACKOFF": 0.5,
+    # Longest wait, in seconds, for a sequence row another transaction holds (and for a background
+    # fetch still running) before the caller fetches itself or gets SequenceUnavailable.
+    "LOCK_TIMEOUT": 2.0,
+    # Seconds an idle private allocation connection stays open; it reopens on demand.
+    "CONNECTION_MAX_IDLE": 30.0,
     # Create a missing Sequence row on first use; False raises SequenceNotFound instead.
     "CREATE_ON_FIRST_USE": True,
     # Fetch the next range in a background thread before the current one runs out.

@@ -1,56 +1,130 @@
-"""Private autocommit connections for allocation, so a range commits on its own, whatever the caller's transaction does."""
+"""Private autocommit connections for allocation, so a range commits on its own, whatever the caller's transaction does.
+
+They are opened only when the caller's own connection cannot carry an allocation (it is inside a
+transaction) or for background fetches, and closed after CONNECTION_MAX_IDLE seconds unused.
+"""
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from django.db import InterfaceError, OperationalError, connections
+from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.utils import load_backend
 
-from .exceptions import SequenceError
+from .conf import app_settings
+from .statements import SESSION_LOCK_TIMEOUT, session_lock_timeout_param
+
+# Seconds a private connection may take to connect, unless the project's OPTIONS say otherwise.
+CONNECT_TIMEOUT = 10
+
+
+def open_private_connection(alias: str) -> BaseDatabaseWrapper:
+    """A new connection to `alias` that always runs in autocommit and never waits long for a lock.
+
+    The project's settings are copied, not shared: AUTOCOMMIT=False there (a project managing its own
+    transactions) must not leave an allocation uncommitted here.
+    """
+    source = connections.settings[alias]
+    settings_dict = dict(source, AUTOCOMMIT=True, OPTIONS=dict(source.get("OPTIONS") or {}))
+    backend = load_backend(settings_dict["ENGINE"])
+    connection: BaseDatabaseWrapper = backend.DatabaseWrapper(settings_dict, alias)
+    vendor = connection.vendor
+    if vendor in ("postgresql", "mysql"):
+        settings_dict["OPTIONS"].setdefault("connect_timeout", CONNECT_TIMEOUT)
+    connection.inc_thread_sharing()
+    connection.ensure_connection()
+    if vendor in SESSION_LOCK_TIMEOUT:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                SESSION_LOCK_TIMEOUT[vendor], [session_lock_timeout_param(vendor, app_settings()["LOCK_TIMEOUT"])]
+            )
+    return connection
 
 
 class ConnectionPool:
     """Idle private connections per database alias, shared by the threads of one process."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: dict[str, list[BaseDatabaseWrapper]] = {}
-        # Connections lent out right now (a background fetch may be using one when the process forks).
-        self._borrowed: set[BaseDatabaseWrapper] = set()
+        self._reset()
         # Connections inherited through fork(): kept referenced and never closed, because closing one
         # in the child would end the parent's session on the shared socket.
         self._inherited: list[BaseDatabaseWrapper] = []
 
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        # Per alias, idle connections with the monotonic time each became idle, most recent last.
+        self._idle: dict[str, list[tuple[BaseDatabaseWrapper, float]]] = {}
+        # Connections lent out right now (a background fetch may be using one when the process forks).
+        self._borrowed: set[BaseDatabaseWrapper] = set()
+        self._reaper: threading.Timer | None = None
+
     @contextmanager
     def borrow(self, alias: str) -> Iterator[BaseDatabaseWrapper]:
         """A connection in autocommit mode; one that raised a database error is closed rather than returned."""
+        self.close_stale()
         with self._lock:
             idle = self._idle.get(alias)
-            connection = idle.pop() if idle else None
+            connection = idle.pop()[0] if idle else None
         if connection is None:
-            connection = connections.create_connection(alias)
-            connection.inc_thread_sharing()
+            connection = open_private_connection(alias)
         with self._lock:
             self._borrowed.add(connection)
         try:
             yield connection
-        except SequenceError:
-            self._give_back(alias, connection)  # healthy: the sequence said no, not the database
-            raise
         except (OperationalError, InterfaceError):
             # A restart or failover ends every session at once: the idle ones are as dead as this one, and
             # trying them one by one would spend the whole retry budget on connections already gone.
             self._drop(connection)
             self._discard_idle(alias)
             raise
+        except DatabaseError:
+            self._drop(connection)
+            raise
+        except Exception:
+            self._give_back(alias, connection)  # healthy: the sequence or the row said no, not the database
+            raise
         except BaseException:
             self._drop(connection)
             raise
         self._give_back(alias, connection)
+
+    def open_count(self) -> int:
+        """Private connections of this process open now, idle or lent out."""
+        with self._lock:
+            return len(self._borrowed) + sum(len(idle) for idle in self._idle.values())
+
+    def close_stale(self) -> None:
+        """Close the connections idle for longer than CONNECTION_MAX_IDLE."""
+        limit = time.monotonic() - app_settings()["CONNECTION_MAX_IDLE"]
+        stale: list[BaseDatabaseWrapper] = []
+        with self._lock:
+            for alias, idle in self._idle.items():
+                fresh = [(conn, since) for conn, since in idle if since > limit]
+                stale += [conn for conn, since in idle if since <= limit]
+                self._idle[alias] = fresh
+        for connection in stale:
+            self._discard(connection)
+
+    def close_all(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for connection, _since in conns:
+                self._discard(connection)
+
+    def forget_after_fork(self) -> None:
+        """In a fork child: stop using the parent's connections, and make sure the child can never end their sessions."""
+        inherited = [conn for conns in self._idle.values() for conn, _since in conns] + list(self._borrowed)
+        for connection in inherited:
+            _detach_socket(connection)
+        self._inherited.extend(inherited)
+        self._reset()
 
     def _drop(self, connection: BaseDatabaseWrapper) -> None:
         with self._lock:
@@ -62,29 +136,29 @@ class ConnectionPool:
             if connection not in self._borrowed:
                 return  # lent out before a fork: it belongs to the parent
             self._borrowed.discard(connection)
-            self._idle.setdefault(alias, []).append(connection)
+            self._idle.setdefault(alias, []).append((connection, time.monotonic()))
+            if self._reaper is None:
+                # A process that goes quiet never borrows again: a timer closes what it left open.
+                self._reaper = threading.Timer(app_settings()["CONNECTION_MAX_IDLE"] + 0.05, self._reap)
+                self._reaper.daemon = True
+                self._reaper.start()
+
+    def _reap(self) -> None:
+        with self._lock:
+            self._reaper = None
+        self.close_stale()
+        with self._lock:
+            waiting = any(self._idle.values())
+            if waiting and self._reaper is None:
+                self._reaper = threading.Timer(app_settings()["CONNECTION_MAX_IDLE"] + 0.05, self._reap)
+                self._reaper.daemon = True
+                self._reaper.start()
 
     def _discard_idle(self, alias: str) -> None:
         with self._lock:
             idle = self._idle.pop(alias, [])
-        for connection in idle:
+        for connection, _since in idle:
             self._discard(connection)
-
-    def close_all(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, {}
-        for conns in idle.values():
-            for connection in conns:
-                self._discard(connection)
-
-    def forget_after_fork(self) -> None:
-        """In a fork child: stop using the parent's connections without closing them."""
-        self._lock = threading.Lock()
-        for conns in self._idle.values():
-            self._inherited.extend(conns)
-        self._inherited.extend(self._borrowed)
-        self._idle = {}
-        self._borrowed = set()
 
     @staticmethod
     def _discard(connection: BaseDatabaseWrapper) -> None:
@@ -92,6 +166,28 @@ class ConnectionPool:
             connection.close()
         except Exception:  # noqa: BLE001 - the connection is broken already; a new one replaces it
             pass
+
+
+def _detach_socket(connection: BaseDatabaseWrapper) -> None:
+    """Point this process's copy of the connection's socket at /dev/null.
+
+    The parent keeps its session; whatever the child's driver sends at exit (mysqlclient's COM_QUIT
+    when the object is freed) goes nowhere instead of ending the parent's session.
+    """
+    raw: Any = connection.connection
+    if raw is None:
+        return
+    try:
+        fd = raw.fileno() if connection.vendor == "mysql" else raw.pgconn.socket
+    except Exception:  # noqa: BLE001 - SQLite has no socket; a closed connection has none either
+        return
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.dup2(devnull, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
 
 
 pool = ConnectionPool()

@@ -114,7 +114,7 @@ class _SequenceFieldMixin:
         """The row lock must be taken in the transaction that saves the model, so both must share a database."""
         from django.db import router
 
-        from .api import sequence_database
+        from .routing import sequence_database
 
         if not hasattr(self, "model"):
             return []

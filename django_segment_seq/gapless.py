@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from .exceptions import SequenceNotFound
 from .ranges import Row, next_block
-from .statements import flow_statements_for
+from .statements import statements_for
 
 
 def take_locked(alias: str, name: str) -> int | None:
@@ -19,7 +19,7 @@ def take_locked(alias: str, name: str) -> int | None:
     connection = connections[alias]
     if not connection.in_atomic_block:
         raise RuntimeError("take_locked() must run inside transaction.atomic() on the sequence's database")
-    sql = flow_statements_for(connection)
+    sql = statements_for(connection)
     with connection.cursor() as cursor:
         if sql.take_write_lock is not None:
             cursor.execute(sql.take_write_lock, [name])
@@ -27,11 +27,12 @@ def take_locked(alias: str, name: str) -> int | None:
         found = cursor.fetchone()
         if found is None:
             return None
-        value, _step, min_value, max_value, cycle = found
+        value, _step, min_value, max_value, cycle, version = found
         # One number, whatever the row's step: the step is for cached ranges, which gapless never uses.
-        row = Row(int(value), 1, int(min_value), int(max_value), bool(cycle))
+        row = Row(int(value), 1, int(min_value), int(max_value), bool(cycle), int(version))
         number = next_block(name, row, 1).first
-        cursor.execute(sql.set_value, [number, connection.ops.adapt_datetimefield_value(timezone.now()), name])
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        cursor.execute(sql.compare_and_set_locked, [number, now, name, row.value, row.version])
     return number
 
 

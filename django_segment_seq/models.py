@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -163,15 +164,23 @@ class Sequence(models.Model):
         if errors:
             raise ValidationError(errors)
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        """Save without ever rewinding `value`: a stale copy (an admin form open during load) keeps its hands off it.
+    def refresh_from_db(self, *args: Any, **kwargs: Any) -> None:
+        fields = kwargs.get("fields", args[1] if len(args) > 1 else None)
+        super().refresh_from_db(*args, **kwargs)
+        if fields is None or "value" in fields:
+            self._loaded_value = self.__dict__.get("value")
 
-        An existing row's value is written only when it was changed on this instance, and then only
-        forward, by a conditional UPDATE; moving it backwards raises ValidationError.
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """Save without ever rewinding `value` or stranding it above `max_value`, and move `version`.
+
+        A stale copy (an admin form open while processes take ranges) keeps its hands off the value:
+        an existing row's value is written only when it was changed on this instance, and then only
+        forward. The other columns are written by one conditional UPDATE that also refuses a maximum
+        below the value stored at that moment; either refusal is a ValidationError and writes nothing.
+        Every write moves `version`, so a compare-and-set that read the row before it fails and
+        reads the new limits.
         """
         if self._state.adding:
-            if self.value is None:
-                self.value = self.min_value - 1
             super().save(*args, **kwargs)
             self._loaded_value = self.value
             return
@@ -182,19 +191,43 @@ class Sequence(models.Model):
             else set(update_fields)
         )
         wants_value = "value" in names and self.value != getattr(self, "_loaded_value", None)
-        names.discard("value")
+        names -= {"value", "version", "created", "modified"}
+        using = kwargs.get("using") or self._state.db
         if names:
-            super().save(*args, update_fields=sorted(names | {"modified"}), **kwargs)
+            self._update_columns(names, using)
         if wants_value:
-            self._advance_value(kwargs.get("using"))
+            self._advance_value(using)
+
+    def _update_columns(self, names: set[str], using: str | None) -> None:
+        manager = type(self)._base_manager.db_manager(using)
+        changes: dict[str, Any] = {name: getattr(self, self._meta.get_field(name).attname) for name in names}
+        self.modified = changes["modified"] = timezone.now()
+        changes["version"] = F("version") + 1
+        rows = manager.filter(pk=self.pk)
+        if not rows.exists():
+            raise self.DoesNotExist(f"Sequence {self.name!r} was deleted since it was loaded.")
+        if not rows.filter(value__lte=self.max_value).update(**changes):
+            stored = rows.values_list("value", flat=True).get()
+            message = _(
+                "The maximum must not be below the value: numbers up to %(value)d were handed out "
+                "since this page was loaded."
+            )
+            raise ValidationError({"max_value": ValidationError(message, params={"value": stored})})
+        self.version = rows.values_list("version", flat=True).get()
 
     def _advance_value(self, using: str | None) -> None:
         target = self.value
-        manager = type(self)._base_manager.db_manager(using or self._state.db)
-        moved = manager.filter(pk=self.pk, value__lt=target).update(value=target, modified=timezone.now())
-        stored = manager.filter(pk=self.pk).values_list("value", flat=True).get()
+        manager = type(self)._base_manager.db_manager(using)
+        moved = manager.filter(pk=self.pk, value__lt=target, max_value__gte=target).update(
+            value=target, version=F("version") + 1, modified=timezone.now()
+        )
+        stored, max_value, version = manager.filter(pk=self.pk).values_list("value", "max_value", "version").get()
         loaded = getattr(self, "_loaded_value", None)
+        if not moved and target > max_value:
+            message = _("The value must not exceed the maximum.")
+            raise ValidationError({"value": ValidationError(message)})
         if not moved and loaded is not None and target < loaded:
             message = _("The value can only move forward: numbers up to %(stored)d were already handed out.")
             raise ValidationError({"value": ValidationError(message, params={"stored": stored})})
         self.value = self._loaded_value = stored
+        self.version = version

@@ -4,32 +4,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TypeVar
-from weakref import WeakKeyDictionary
 
 from django.db import connections, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
 
 from . import gapless as gapless_path
 from .allocator import ensure_derived_row
-from .api import sequence_database
 from .cache import ranges
 from .exceptions import SequenceExhausted
 from .formatting import period_row_name
 from .models import require_valid_name
-from .transactions import commit_hook_queued, in_sqlite_transaction
+from .routing import sequence_database
+from .txblocks import Held, TransactionMemory
 
 T = TypeVar("T")
 
 # (alias, row name) of rows this process has seen committed, so first-use creation is tried once per period.
 _durable: set[tuple[str, str]] = set()
-# Rows created inside a caller's SQLite transaction, per connection: name -> that transaction's commit hook.
-_in_transaction: WeakKeyDictionary[BaseDatabaseWrapper, dict[str, Callable[[], None]]] = WeakKeyDictionary()
+# Rows created inside a caller's transaction: known there until it ends, durable once it commits.
+_created_in_transaction = TransactionMemory()
 
 
 def forget() -> None:
     """Forget which rows exist (after deleting rows, in tests)."""
     _durable.clear()
-    _in_transaction.clear()
+    _created_in_transaction.clear()
 
 
 def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | None, cap: int | None) -> None:
@@ -37,24 +35,13 @@ def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | No
     if (alias, name) in _durable:
         return
     require_valid_name(name)
-    connection = connections[alias]
-    caller = connection if in_sqlite_transaction(connection) else None
-    if caller is not None and _created_in(caller, name):
+    caller = connections[alias]
+    if _created_in_transaction.get(caller, name) is not None:
         return
-    if ensure_derived_row(alias, name, base_name=base_name, period=period, cap=cap, caller=caller):
+    if ensure_derived_row(alias, name, base_name=base_name, period=period, cap=cap):
         _durable.add((alias, name))
-    elif caller is not None and caller.in_atomic_block:
-        # Created inside the caller's transaction: known there until it ends, durable once it commits.
-        def committed() -> None:
-            _durable.add((alias, name))
-
-        _in_transaction.setdefault(caller, {})[name] = committed
-        transaction.on_commit(committed, using=alias)
-
-
-def _created_in(connection: BaseDatabaseWrapper, name: str) -> bool:
-    """Whether this transaction created the row and has not rolled that back (its commit hook is still queued)."""
-    return commit_hook_queued(connection, _in_transaction.get(connection, {}).get(name))
+    else:
+        _created_in_transaction.keep(caller, alias, name, Held(0, -1), lambda _held: _durable.add((alias, name)))
 
 
 def take(

@@ -18,6 +18,8 @@ class Row(NamedTuple):
     min_value: int
     max_value: int
     cycle: bool
+    # Moved by every write: the compare-and-set checks it, so no write is ever mistaken for none.
+    version: int = 0
 
 
 class Block(NamedTuple):
@@ -52,13 +54,14 @@ def next_block(name: str, row: Row, wanted: int = 1, prefer: int = 0) -> Block:
     """The block after row.value of max(step, wanted, prefer) numbers, never crossing max_value.
 
     At least `wanted` numbers are guaranteed; a shorter block is allowed only at the top of the
-    range. `prefer` is the adaptive size a process asks for; the row's step stays the floor.
+    range. `prefer` is the adaptive size a process asks for; the row's step stays the floor. A cycling
+    row ignores it: larger blocks would leave larger gaps and bring the next repeat of a number sooner.
     Past max_value the block wraps to min_value when cycle is on.
     """
     if wanted < 1:
         raise ValueError(f"Sequence {name!r}: the count must be at least 1, not {wanted}")
     check_row(name, row)
-    size = max(row.step, wanted, prefer)
+    size = max(row.step, wanted, 0 if row.cycle else prefer)
     first = max(row.value + 1, row.min_value)
     left = row.max_value - first + 1
     if left < wanted:

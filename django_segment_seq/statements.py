@@ -1,4 +1,4 @@
-"""Every SQL statement the allocator sends, per database vendor, in one place.
+"""Every SQL statement the app sends, per database vendor, in one place.
 
 Placeholders in braces are quoted table and column names, filled in once per connection vendor.
 """
@@ -10,22 +10,48 @@ from typing import NamedTuple
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-SELECT_ROW = "SELECT {value}, {step}, {min_value}, {max_value}, {cycle} FROM {table} WHERE {name} = %s"
+_COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}"
 
-# The compare-and-set: it changes the row only if nobody moved `value` since we read it.
-COMPARE_AND_SET = "UPDATE {table} SET {value} = %s, {modified} = %s WHERE {name} = %s AND {value} = %s"
+SELECT_ROW = "SELECT " + _COLUMNS_READ + " FROM {table} WHERE {name} = %s"
+
+# The row unless another transaction holds it locked: a row lock held by the caller's own transaction
+# is no conflict, so this also tells whether the row is free for *this* connection, without waiting.
+# SQLite has no row locks: its single write lock is waited for with the connection's busy timeout.
+SELECT_ROW_UNLESS_LOCKED = {
+    "postgresql": SELECT_ROW + " FOR UPDATE SKIP LOCKED",
+    "mysql": SELECT_ROW + " FOR UPDATE SKIP LOCKED",
+    "sqlite": SELECT_ROW,
+}
+
+# The compare-and-set: it moves the row only if nobody wrote it since we read it, and every success
+# moves `version`, so even a block that ends where the row stood (a wrap-around) is never taken twice.
+_CAS_SET = "UPDATE {table} SET {value} = %s, {version} = {version} + 1, {modified} = %s "
+_CAS_WHERE = "{name} = %s AND {value} = %s AND {version} = %s"
+COMPARE_AND_SET = {
+    # A row another transaction holds is skipped (no row changed) instead of waited for.
+    "postgresql": _CAS_SET + "WHERE {id} = (SELECT {id} FROM {table} WHERE " + _CAS_WHERE + " FOR UPDATE SKIP LOCKED)",
+    # MariaDB cannot skip inside an UPDATE; the statement's own lock wait is bounded instead.
+    "mysql": "SET STATEMENT innodb_lock_wait_timeout = {lock_wait} FOR " + _CAS_SET + "WHERE " + _CAS_WHERE,
+    "sqlite": _CAS_SET + "WHERE " + _CAS_WHERE,
+}
+# Inside the transaction that holds the row lock (gapless, or the caller's own transaction), a plain
+# conditional UPDATE: nobody else can move the row.
+COMPARE_AND_SET_LOCKED = _CAS_SET + "WHERE " + _CAS_WHERE
+
+# SQLite: an allocation on its own takes the write lock before it reads, holding nothing while it waits
+# for it; reading first would hold a shared lock that a committing writer waits for (a deadlock SQLite
+# breaks by failing one side at once).
+BEGIN_WRITE = {"sqlite": "BEGIN IMMEDIATE"}
+COMMIT = "COMMIT"
+ROLLBACK = "ROLLBACK"
 
 # A write that changes nothing, sent first inside a caller's SQLite transaction to take the write lock
 # before reading, so the read cannot go stale before the compare-and-set.
 TAKE_WRITE_LOCK = "UPDATE {table} SET {value} = {value} WHERE {name} = %s"
 
-# SQLite's lock wait of one connection, read and set around an attempt that must not wait long.
-SQLITE_GET_BUSY_TIMEOUT = "PRAGMA busy_timeout"
-SQLITE_SET_BUSY_TIMEOUT = "PRAGMA busy_timeout = {milliseconds:d}"
-
 _INSERT = (
-    "INSERT INTO {table} ({name}, {value}, {step}, {min_value}, {max_value}, {cycle}, {created}, {modified}) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+    "INSERT INTO {table} ({name}, {value}, {step}, {min_value}, {max_value}, {cycle}, {version}, {created}, "
+    "{modified}, {base_name}, {period}) VALUES (%s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s)"
 )
 
 # Creation on first use: many processes may try at once; all but one must quietly find the row there.
@@ -34,38 +60,84 @@ IF_MISSING = {
     "sqlite": " ON CONFLICT ({name}) DO NOTHING",
     "mysql": " ON DUPLICATE KEY UPDATE {name} = {name}",
 }
-INSERT_IF_MISSING = {vendor: _INSERT + clause for vendor, clause in IF_MISSING.items()}
+
+# Gapless: read the row and keep it locked until the caller's transaction ends. SQLite has no FOR UPDATE;
+# TAKE_WRITE_LOCK is sent first there, and its single writer lock serialises the rest.
+LOCK_ROW = {
+    "postgresql": SELECT_ROW + " FOR UPDATE",
+    "sqlite": SELECT_ROW,
+    "mysql": SELECT_ROW + " FOR UPDATE",
+}
+
+# Set once on every private connection: no lock is waited for longer than the lock timeout, whatever
+# the server's default (PostgreSQL: none; MariaDB: 50 s).
+SESSION_LOCK_TIMEOUT = {
+    "postgresql": "SELECT set_config('lock_timeout', %s, false)",
+    "mysql": "SET SESSION innodb_lock_wait_timeout = %s",
+}
+
+
+def session_lock_timeout_param(vendor: str, seconds: float) -> str | int:
+    """The parameter of SESSION_LOCK_TIMEOUT: milliseconds on PostgreSQL, whole seconds on MariaDB."""
+    if vendor == "postgresql":
+        return f"{max(1, round(seconds * 1000))}ms"
+    return mysql_lock_wait(seconds)
+
+
+def mysql_lock_wait(seconds: float) -> int:
+    """innodb_lock_wait_timeout takes whole seconds; round up so the bound is never shorter than asked."""
+    return max(1, -int(-seconds // 1))
+
 
 # Every column a statement names, by model field name.
-_COLUMNS = ("name", "value", "step", "min_value", "max_value", "cycle", "created", "modified", "base_name", "period")
+_COLUMNS = (
+    "id",
+    "name",
+    "value",
+    "step",
+    "min_value",
+    "max_value",
+    "cycle",
+    "version",
+    "created",
+    "modified",
+    "base_name",
+    "period",
+)
 
 
 class Statements(NamedTuple):
     select_row: str
+    select_row_unless_locked: str
     compare_and_set: str
-    take_write_lock: str
+    compare_and_set_locked: str
+    take_write_lock: str | None
+    begin_write: str | None
     insert_if_missing: str
+    lock_row: str
 
 
 @lru_cache(maxsize=None)
-def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> Statements:
-    names = dict(quote)
-    try:
-        insert = INSERT_IF_MISSING[vendor]
-    except KeyError:
+def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int) -> Statements:
+    names = dict(quote, lock_wait=str(lock_wait))
+    if vendor not in IF_MISSING:
         raise NotImplementedError(
             f"django-segment-seq supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}."
-        ) from None
+        )
     return Statements(
-        SELECT_ROW.format(**names),
-        COMPARE_AND_SET.format(**names),
-        TAKE_WRITE_LOCK.format(**names),
-        insert.format(**names),
+        select_row=SELECT_ROW.format(**names),
+        select_row_unless_locked=SELECT_ROW_UNLESS_LOCKED[vendor].format(**names),
+        compare_and_set=COMPARE_AND_SET[vendor].format(**names),
+        compare_and_set_locked=COMPARE_AND_SET_LOCKED.format(**names),
+        take_write_lock=TAKE_WRITE_LOCK.format(**names) if vendor == "sqlite" else None,
+        begin_write=BEGIN_WRITE.get(vendor),
+        insert_if_missing=(_INSERT + IF_MISSING[vendor]).format(**names),
+        lock_row=LOCK_ROW[vendor].format(**names),
     )
 
 
 def _quoted_names(connection: BaseDatabaseWrapper) -> tuple[tuple[str, str], ...]:
-    """The table and its columns quoted the connection's way, hashable for the per-vendor caches."""
+    """The table and its columns quoted the connection's way, hashable for the per-vendor cache."""
     from .models import Sequence
 
     opts = Sequence._meta
@@ -76,55 +148,6 @@ def _quoted_names(connection: BaseDatabaseWrapper) -> tuple[tuple[str, str], ...
     return tuple(sorted(names.items()))
 
 
-def statements_for(connection: BaseDatabaseWrapper) -> Statements:
-    """The statements for this connection's vendor, with names quoted its way."""
-    return _for_vendor(connection.vendor, _quoted_names(connection))
-
-
-# Flow numbers (formatted fields): rows derived from a base sequence, and the gapless in-transaction path.
-
-_INSERT_DERIVED = (
-    "INSERT INTO {table} ({name}, {value}, {step}, {min_value}, {max_value}, {cycle}, {created}, {modified}, "
-    "{base_name}, {period}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-)
-
-# A per-period row (or a row capped by a format's width), created on first use by whoever gets there first.
-INSERT_DERIVED_IF_MISSING = {vendor: _INSERT_DERIVED + clause for vendor, clause in IF_MISSING.items()}
-
-# Gapless: read the row and keep it locked until the caller's transaction ends. SQLite has no FOR UPDATE;
-# TAKE_WRITE_LOCK is sent first there, and its single writer lock serialises the rest.
-LOCK_ROW = {
-    "postgresql": SELECT_ROW + " FOR UPDATE",
-    "sqlite": SELECT_ROW,
-    "mysql": SELECT_ROW + " FOR UPDATE",
-}
-
-# Gapless: the row is locked, so a plain UPDATE is enough.
-SET_VALUE = "UPDATE {table} SET {value} = %s, {modified} = %s WHERE {name} = %s"
-
-
-class FlowStatements(NamedTuple):
-    insert_derived_if_missing: str
-    lock_row: str
-    take_write_lock: str | None
-    set_value: str
-
-
-@lru_cache(maxsize=None)
-def _flow_for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> FlowStatements:
-    names = dict(quote)
-    if vendor not in INSERT_DERIVED_IF_MISSING:
-        raise NotImplementedError(
-            f"django-segment-seq supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}."
-        )
-    return FlowStatements(
-        INSERT_DERIVED_IF_MISSING[vendor].format(**names),
-        LOCK_ROW[vendor].format(**names),
-        TAKE_WRITE_LOCK.format(**names) if vendor == "sqlite" else None,
-        SET_VALUE.format(**names),
-    )
-
-
-def flow_statements_for(connection: BaseDatabaseWrapper) -> FlowStatements:
-    """The flow-number statements for this connection's vendor, with names quoted its way."""
-    return _flow_for_vendor(connection.vendor, _quoted_names(connection))
+def statements_for(connection: BaseDatabaseWrapper, lock_timeout: float = 1.0) -> Statements:
+    """The statements for this connection's vendor, with names quoted its way and lock waits bounded."""
+    return _for_vendor(connection.vendor, _quoted_names(connection), mysql_lock_wait(lock_timeout))

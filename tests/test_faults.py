@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import OperationalError, connection, connections
+from django.db import OperationalError, connection, connections, transaction
 from django.db.models import F
 from django.test import override_settings
 
@@ -117,20 +117,19 @@ def test_sessions_killed_again_and_again_while_processes_allocate(stress_workers
 
 
 def test_unreachable_database_is_a_clear_error_after_the_retry_budget(monkeypatch, tmp_path):
-    """Every attempt fails: SequenceUnavailable names the sequence, the alias and the attempts; nothing changes."""
+    """Every attempt fails: SequenceUnavailable names the sequence, the alias and the attempts; nothing changes.
+
+    The caller is inside a transaction, so the allocation needs a private connection, and every new
+    one points at a closed port (or, on SQLite, a file that cannot be opened).
+    """
     Sequence.objects.create(name="u", step=5)
     pool.close_all()
-    create = connections.create_connection
-
-    def unreachable(alias: str):
-        wrapper = create(alias)
-        wrapper.settings_dict = {**wrapper.settings_dict, "HOST": "127.0.0.1", "PORT": _closed_port()}
-        if wrapper.vendor == "sqlite":
-            wrapper.settings_dict["NAME"] = str(tmp_path / "missing" / "db.sqlite3")
-        return wrapper
-
-    monkeypatch.setattr(connections, "create_connection", unreachable)
-    with override_settings(SEGMENT_SEQ={"CONNECTION_RETRIES": 2, "MAX_BACKOFF": 0.01}):
+    settings_dict = connections.settings["default"]
+    monkeypatch.setitem(settings_dict, "HOST", "127.0.0.1")
+    monkeypatch.setitem(settings_dict, "PORT", _closed_port())
+    if connection.vendor == "sqlite":
+        monkeypatch.setitem(settings_dict, "NAME", str(tmp_path / "missing" / "db.sqlite3"))
+    with override_settings(SEGMENT_SEQ={"CONNECTION_RETRIES": 2, "MAX_BACKOFF": 0.01}), transaction.atomic():
         with pytest.raises(SequenceUnavailable, match=r"Sequence 'u': database 'default' failed 3 times in a row"):
             next_value("u")
     monkeypatch.undo()

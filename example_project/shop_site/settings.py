@@ -51,13 +51,25 @@ TEMPLATES = [
 # e.g. DATABASE_URL=postgres://postgres@127.0.0.1:5432/example_shop or mysql://root@127.0.0.1:3306/example_shop
 DATABASES = {"default": dj_database_url.config(default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # SQLite has one writer at a time: concurrent writers wait up to 20 s for the lock instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # SQLite has one writer at a time: concurrent writers wait up to 20 s for the lock instead of failing,
+    # and a transaction takes the lock at BEGIN, so it never has to upgrade a read lock (which SQLite
+    # refuses at once while another writer commits).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
+    # The Sequence table in a file of its own, so ranges commit independently of the shop's transactions.
+    sequences_file = Path(DATABASES["default"]["NAME"]).with_name("sequences.sqlite3")
+    DATABASES["sequences"] = {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(sequences_file),
+        "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+    }
+    DATABASE_ROUTERS = ["django_segment_seq.routers.SequenceRouter"]
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.mysql":
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("charset", "utf8mb4")
 
 # Small ranges so each demo worker fetches several of them; real projects keep the default of 1000.
 SEGMENT_SEQ = {"DEFAULT_STEP": 10}
+if "sequences" in DATABASES:
+    SEGMENT_SEQ["DATABASE"] = "sequences"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"

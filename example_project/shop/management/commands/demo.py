@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import Count, Model
 
 from django_segment_seq.models import Sequence
@@ -50,8 +50,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, processes: int, orders: int, verbosity: int, **options: Any) -> None:
         self.verbosity = verbosity
-        call_command("migrate", verbosity=0, interactive=False)
-        connection.close()  # the workers open their own; the parent reconnects for the report
+        for alias in connections:
+            call_command("migrate", database=alias, verbosity=0, interactive=False)
+        connections.close_all()  # the workers open their own; the parent reconnects for the report
         started = time.monotonic()
         batches = self.run_workers(processes, orders)
         elapsed = time.monotonic() - started
