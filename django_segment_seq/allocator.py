@@ -94,7 +94,9 @@ def allocate(
     use_caller = caller is not None and not inside and can_carry_allocation(caller)
     # A row missing from the committed table may be one the caller's own transaction created: that is
     # asked of the caller before a private connection's INSERT would wait for the caller's lock.
-    may_create = create and not use_caller and not inside
+    # (On SQLite a caller that created the row holds the write lock, and took the branch above.)
+    probe_caller = caller is not None and inside and caller.vendor != "sqlite"
+    may_create = create and not use_caller and not probe_caller
     deadline = time.monotonic() + settings["LOCK_TIMEOUT"]
     while True:
         try:
@@ -104,7 +106,7 @@ def allocate(
         except _RowMissing:
             if not create:
                 raise SequenceNotFound(name, alias) from None
-            if caller is not None and inside and _visible_to(caller, name):
+            if caller is not None and probe_caller and _visible_to(caller, name):
                 return _in_caller_transaction(caller, alias, name, wanted, settings, result)
             use_caller = False  # created on a private connection, whose lock waits are bounded
             may_create = True
@@ -172,7 +174,8 @@ def _in_caller_transaction(
         raise RowBusy("the row is not the caller's") from None
     except DatabaseError as exc:
         transaction.savepoint_rollback(sid, using=alias)
-        if _is_lock_timeout(exc):
+        if _is_lock_timeout(exc) or _lost_race(exc):
+            # Held elsewhere, or moved after this transaction's snapshot: either way not the caller's row.
             raise RowBusy(str(exc)) from exc
         raise
     except BaseException:
