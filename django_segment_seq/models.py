@@ -98,6 +98,7 @@ class Sequence(models.Model):
     version = models.BigIntegerField(
         _("version"),
         default=0,
+        db_default=0,  # rows inserted with raw SQL (an import from another system) start at 0 too
         editable=False,
         help_text=_("Moved by every write to the row, so a compare-and-set never succeeds on a row that changed."),
     )
