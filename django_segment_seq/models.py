@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -191,13 +191,15 @@ class Sequence(models.Model):
             if update_fields is None
             else set(update_fields)
         )
-        wants_value = "value" in names and self.value != getattr(self, "_loaded_value", None)
+        target, loaded = self.value, getattr(self, "_loaded_value", None)
+        wants_value = "value" in names and target != loaded
         names -= {"value", "version", "created", "modified"}
         using = kwargs.get("using") or self._state.db
-        if names:
-            self._update_columns(names, using)
-        if wants_value:
-            self._advance_value(using)
+        with transaction.atomic(using=using):  # a refusal of either write leaves both undone
+            if names:
+                self._update_columns(names, using)
+            if wants_value:
+                self._advance_value(target, loaded, using)
 
     def _update_columns(self, names: set[str], using: str | None) -> None:
         manager = type(self)._base_manager.db_manager(using)
@@ -214,16 +216,16 @@ class Sequence(models.Model):
                 "since this page was loaded."
             )
             raise ValidationError({"max_value": ValidationError(message, params={"value": stored})})
-        self.version = rows.values_list("version", flat=True).get()
+        # The instance now shows the row as stored: processes may have moved the value since it was loaded.
+        self.value, self.version = rows.values_list("value", "version").get()
+        self._loaded_value = self.value
 
-    def _advance_value(self, using: str | None) -> None:
-        target = self.value
+    def _advance_value(self, target: int, loaded: int | None, using: str | None) -> None:
         manager = type(self)._base_manager.db_manager(using)
         moved = manager.filter(pk=self.pk, value__lt=target, max_value__gte=target).update(
             value=target, version=F("version") + 1, modified=timezone.now()
         )
         stored, max_value, version = manager.filter(pk=self.pk).values_list("value", "max_value", "version").get()
-        loaded = getattr(self, "_loaded_value", None)
         if not moved and target > max_value:
             message = _("The value must not exceed the maximum.")
             raise ValidationError({"value": ValidationError(message)})
