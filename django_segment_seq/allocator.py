@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from . import sqlite
 from .callers import can_carry_allocation, committed, in_transaction
+from .holders import caller_holds_row
 from .conf import app_settings
 from .dbconn import pool
 from .exceptions import (
@@ -75,22 +76,22 @@ def allocate(
     prefer: int = 0,
     create: bool = True,
     background: bool = False,
-    caller_holds_row: bool = False,
+    known_held: bool = False,
 ) -> Allocation:
     """A block of max(step, wanted, prefer) numbers, committed before it is returned unless marked provisional.
 
     Lost compare-and-sets and transient database errors are retried with jittered back-off; a block
     that was committed but whose answer was lost is simply never used (a gap, not a repeat). A row
     held by another transaction is waited for at most LOCK_TIMEOUT seconds. `background` fetches use
-    a private connection and never create a missing row. `caller_holds_row` says the caller's
+    a private connection and never create a missing row. `known_held` says the caller's
     transaction is already known to hold the row.
     """
     settings = app_settings()
     result = Allocation()
     caller = None if background else connections[alias]
     inside = caller is not None and in_transaction(caller)
-    if caller is not None and inside and (caller_holds_row or sqlite.holds_write_lock(caller)):
-        return _in_caller_transaction(caller, alias, name, wanted, settings, result)
+    if caller is not None and inside and (known_held or sqlite.holds_write_lock(caller)):
+        return _inside(caller, alias, name, wanted, settings, result)
     use_caller = caller is not None and not inside and can_carry_allocation(caller)
     # A row missing from the committed table may be one the caller's own transaction created: that is
     # asked of the caller before a private connection's INSERT would wait for the caller's lock.
@@ -106,17 +107,15 @@ def allocate(
         except _RowMissing:
             if not create:
                 raise SequenceNotFound(name, alias) from None
-            if caller is not None and probe_caller and _visible_to(caller, name):
-                return _in_caller_transaction(caller, alias, name, wanted, settings, result)
+            if caller is not None and probe_caller and caller_holds_row(caller, name):
+                return _inside(caller, alias, name, wanted, settings, result)
             use_caller = False  # created on a private connection, whose lock waits are bounded
             may_create = True
         except RowBusy as exc:
             result.busy += 1
-            if caller is not None and inside and caller.vendor != "sqlite":
-                try:
-                    return _in_caller_transaction(caller, alias, name, wanted, settings, result)
-                except RowBusy:
-                    pass  # not the caller's hold: wait for the other transaction, within the bound
+            if caller is not None and probe_caller and caller_holds_row(caller, name):
+                return _inside(caller, alias, name, wanted, settings, result)
+            # Another transaction holds it: wait for that one, within the bound.
             if time.monotonic() >= deadline:
                 raise SequenceUnavailable(
                     name, alias, result.busy, RowBusy(f"the row was held by another transaction for over {settings['LOCK_TIMEOUT']} s")
@@ -137,6 +136,15 @@ def _connection(alias: str, caller: BaseDatabaseWrapper | None) -> Iterator[Base
     else:
         with pool.borrow(alias) as connection:
             yield connection
+
+
+def _inside(
+    caller: BaseDatabaseWrapper, alias: str, name: str, wanted: int, settings: dict[str, Any], result: Allocation
+) -> Allocation:
+    try:
+        return _in_caller_transaction(caller, alias, name, wanted, settings, result)
+    except RowBusy as exc:  # pragma: no cover - the caller was just found holding the row
+        raise SequenceUnavailable(name, alias, result.busy + 1, exc) from exc
 
 
 def _in_caller_transaction(
@@ -184,12 +192,6 @@ def _in_caller_transaction(
     transaction.savepoint_commit(sid, using=alias)
     result.block, result.step, result.provisional = block, row.step, True
     return result
-
-
-def _visible_to(caller: BaseDatabaseWrapper, name: str) -> bool:
-    """Whether the caller's transaction sees a row the committed table lacks: it created the row itself."""
-    with caller.cursor() as cursor:
-        return _read_row(cursor, statements_for(caller).select_row, name) is not None
 
 
 def _compare_and_set(
@@ -429,7 +431,7 @@ def ensure_derived_row(
                 create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
             return True
         except RowBusy as exc:
-            if not inside:
+            if not (inside and caller_holds_row(caller, base_name or name)):
                 raise SequenceUnavailable(name, alias, 1, exc) from exc
     sid = transaction.savepoint(using=alias)
     try:

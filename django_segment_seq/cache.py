@@ -246,7 +246,7 @@ class RangeCache:
                 slot.stats.handed_out += wanted
                 return numbers
         allocation = allocate(
-            slot.alias, slot.name, wanted, prefer=self._next_size(slot), caller_holds_row=held is not None
+            slot.alias, slot.name, wanted, prefer=self._next_size(slot), known_held=held is not None
         )
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
@@ -276,7 +276,7 @@ class RangeCache:
         held = self._held.get(caller, slot.name)
         numbers = held.take(count) if held is not None else None
         if numbers is None:
-            allocation = allocate(slot.alias, slot.name, count, caller_holds_row=True)
+            allocation = allocate(slot.alias, slot.name, count, known_held=True)
             slot.record(allocation)  # without the slot's lock: figures only, read as approximate
             slot.stats.foreground_fetches += 1
             return self._keep_provisional(slot, caller, allocation, count)

@@ -89,6 +89,13 @@ def mysql_lock_wait(seconds: float) -> int:
     return max(1, -int(-seconds // 1))
 
 
+# PostgreSQL: whether the caller's own transaction (or one of its live savepoints) created, updated or
+# locked the row: the row's xmin or xmax is a transaction id this session holds.
+CALLER_HOLDS_ROW = (
+    "SELECT 1 FROM {table} s WHERE s.{name} = %s AND EXISTS (SELECT 1 FROM pg_locks l WHERE "
+    "l.pid = pg_backend_pid() AND l.locktype = 'transactionid' AND (l.transactionid = s.xmin OR l.transactionid = s.xmax))"
+)
+
 # Every column a statement names, by model field name.
 _COLUMNS = (
     "id",
@@ -115,6 +122,7 @@ class Statements(NamedTuple):
     begin_write: str | None
     insert_if_missing: str
     lock_row: str
+    caller_holds_row: str | None
 
 
 @lru_cache(maxsize=None)
@@ -133,6 +141,7 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int)
         begin_write=BEGIN_WRITE.get(vendor),
         insert_if_missing=(_INSERT + IF_MISSING[vendor]).format(**names),
         lock_row=LOCK_ROW[vendor].format(**names),
+        caller_holds_row=CALLER_HOLDS_ROW.format(**names) if vendor == "postgresql" else None,
     )
 
 
