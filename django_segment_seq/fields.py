@@ -157,13 +157,11 @@ class _SequenceFieldMixin:
             ]
         if not hasattr(self, "model"):
             return []
-        from django.db import models as db_models
-
         try:
             field = self.model._meta.get_field(self.reset_on) if isinstance(self.reset_on, str) else None
         except FieldDoesNotExist:
             field = None
-        if isinstance(field, db_models.DateField) and field.concrete:  # DateTimeField is a DateField
+        if isinstance(field, models.DateField) and field.concrete:  # DateTimeField is a DateField
             return []
         what = "has no such field" if field is None else f"has it as a {type(field).__name__}"
         return [
@@ -337,15 +335,14 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
         return name, "django_segment_seq.fields.SequenceField", args, kwargs
 
     def _take(self, instance: models.Model) -> str:
-        from .periods import take
-
         from .models import NAME_MAX_LENGTH
+        from .periods import take
 
         moment = self.instant(instance)
         period = self.reset_rule.key(moment)
         if period is not None and len(self.sequence_name) + 1 + len(period) > NAME_MAX_LENGTH:
             raise ValueError(
-                f"{self.model._meta.label}.{self.name}: period {period!r} makes the row name "
+                f"Sequence {self.sequence_name!r}: period {period!r} makes the row name "
                 f"'{self.sequence_name}@{period}' longer than {NAME_MAX_LENGTH} characters. Shorten the sequence name."
             )
 
