@@ -190,9 +190,24 @@ def test_record_dated_in_december_and_saved_in_january_counts_in_december(clock)
     assert IssuedInvoice.objects.create().number == "INV-202701-00001"  # no date of its own: now
     assert IssuedInvoice.objects.create(issued_on="2026-12-30").number == "INV-202612-00002"
     assert IssuedInvoice.objects.create(issued_on=date(2027, 1, 2)).number == "INV-202701-00002"
+    batch = IssuedInvoice.objects.bulk_create([IssuedInvoice(issued_on=date(2026, 12, 1)), IssuedInvoice()])
+    assert [invoice.number for invoice in batch] == ["INV-202612-00003", "INV-202701-00003"]
     assert sorted(Sequence.objects.filter(base_name="issued-invoice").values_list("period", flat=True)) == [
         "2026-12", "2027-01"
     ]
+
+
+def test_instant_of_a_date_or_datetime(settings):
+    from django_segment_seq.formatting import instant_of
+
+    paris = timezone.get_default_timezone()
+    assert instant_of(date(2026, 12, 31)) == datetime(2026, 12, 31, tzinfo=paris)
+    assert instant_of(datetime(2026, 12, 31, 23, 30, tzinfo=dt_timezone.utc)).isoformat() == "2027-01-01T00:30:00+01:00"
+    settings.USE_TZ = False
+    assert instant_of(date(2026, 12, 31)) == datetime(2026, 12, 31)
+    assert instant_of(datetime(2026, 12, 31, 23, 30, tzinfo=dt_timezone.utc)) == datetime(2027, 1, 1, 0, 30)
+    with pytest.raises(TypeError, match="date or datetime"):
+        instant_of(20261231)
 
 
 @pytestmark_db
