@@ -1,4 +1,4 @@
-"""Flow-number formats: parse and check a template, find its instant, period, width cap and widest output, and render it."""
+"""Flow-number formats: parse and check a template, find its instant, period, cap and widest output, and render it."""
 
 from __future__ import annotations
 
@@ -153,7 +153,8 @@ class FlowFormat:
                 self.instance_paths.append(field[len("instance") :])
             else:
                 self.problems.append(
-                    f"placeholder {{{field}}} is unknown; use {{value}}, {{date}}, {{period}} or {{instance.<attribute>}}"
+                    f"placeholder {{{field}}} is unknown; "
+                    "use {value}, {date}, {period} or {instance.<attribute>}"
                 )
 
     def _add_value(self, spec: str, conversion: str | None) -> None:
@@ -229,10 +230,10 @@ class FlowFormat:
         """
         if isinstance(reset, str):
             reset = Reset(reset)
-        if self.is_callable or self.problems:
+        if self.is_callable or self.problems or not (reset.is_named or reset.is_callable):
             return None
         if reset.is_callable:
-            sample = "0123456789"[:KEY_MAX_LENGTH]
+            sample = "0123456789"  # KEY_MAX_LENGTH characters no fill or padding makes up
             if any(sample in format(sample, spec) for spec in self.period_specs):
                 return None
             return "the period of a reset callable is shown only by a {period} that is not cut short"

@@ -1,4 +1,5 @@
-"""Reset periods: each day, week, month, quarter, (fiscal) year or callable period counts in its own row from min_value, capped by the format's width."""
+"""Reset periods: each day, week, month, quarter, (fiscal) year or callable-defined period counts in its own row
+from min_value, capped by the format's width."""
 
 import collections
 from datetime import datetime, time, timezone as dt_timezone
@@ -167,7 +168,9 @@ BOUNDARIES = {
     "flow-quarterly": (
         QuarterlyReport, "code", "quarterly-report", "Q", "2027-06-30T23:59:30+02:00", ["2027-Q2", "2027-Q3"]
     ),
-    "flow-fiscal": (FiscalInvoice, "number", "fiscal-invoice", "INV-", "2027-03-31T23:59:30+02:00", ["FY2026", "FY2027"]),
+    "flow-fiscal": (
+        FiscalInvoice, "number", "fiscal-invoice", "INV-", "2027-03-31T23:59:30+02:00", ["FY2026", "FY2027"]
+    ),
     "flow-shift": (ShiftTicket, "code", "shift-ticket", "S", "2026-11-22T15:59:30+01:00", ["20261122B", "20261122C"]),
 }
 
