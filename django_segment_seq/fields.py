@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.core import checks
@@ -10,7 +11,8 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from . import formatting
-from .formatting import PERIOD_SUFFIX_LENGTH, RESETS, FlowFormat
+from .formatting import PERIOD_SUFFIX_LENGTH, FlowFormat
+from .resets import NAMED, Reset, ResetOption
 
 
 def filled_at_save() -> None:
@@ -23,11 +25,24 @@ class _SequenceFieldMixin:
 
     sequence_name: str
     reset: Any
+    reset_on: Any
+    fiscal_year_start: Any
     gapless: Any
 
-    def _setup(self, sequence_name: str, reset: Any, gapless: Any, kwargs: dict[str, Any]) -> None:
+    def _setup(
+        self,
+        sequence_name: str,
+        reset: Any,
+        gapless: Any,
+        kwargs: dict[str, Any],
+        reset_on: Any = None,
+        fiscal_year_start: Any = None,
+    ) -> None:
         self.sequence_name = sequence_name
         self.reset = reset
+        self.reset_on = reset_on
+        self.fiscal_year_start = fiscal_year_start
+        self.reset_rule = Reset(reset, fiscal_year_start)
         self.gapless = gapless
         kwargs.setdefault("blank", True)
         if kwargs.get("primary_key") and "default" not in kwargs:
@@ -43,7 +58,11 @@ class _SequenceFieldMixin:
             del kwargs["default"]
         kwargs["sequence_name"] = self.sequence_name
         if self.reset is not None:
-            kwargs["reset"] = self.reset
+            kwargs["reset"] = self.reset  # a callable is written to migrations by its import path
+        if self.reset_on is not None:
+            kwargs["reset_on"] = self.reset_on
+        if self.fiscal_year_start is not None:
+            kwargs["fiscal_year_start"] = self.fiscal_year_start
         if self.gapless is not False:
             kwargs["gapless"] = self.gapless
 
@@ -65,11 +84,22 @@ class _SequenceFieldMixin:
 
     def _check_flow_options(self, fmt: FlowFormat | None) -> list[checks.CheckMessage]:
         errors: list[checks.CheckMessage] = []
-        if self.reset is not None and self.reset not in RESETS:
+        import_problem = self.reset_rule.import_problem()
+        if self.reset is not None and not (self.reset_rule.is_named or self.reset_rule.is_callable):
             errors.append(
                 checks.Error(
                     f"SequenceField reset={self.reset!r} is unknown.",
-                    hint='Use reset=None, "daily", "monthly" or "yearly".',
+                    hint=f"Use reset=None, {', '.join(repr(name) for name in NAMED)}, "
+                    "or a function (aware datetime) -> period key.",
+                    obj=self,
+                    id="django_segment_seq.E013",
+                )
+            )
+        elif import_problem:
+            errors.append(
+                checks.Error(
+                    f"SequenceField reset={self.reset!r} cannot be written to migrations: {import_problem}",
+                    hint="Use a function defined at module level, which migrations import by its path.",
                     obj=self,
                     id="django_segment_seq.E013",
                 )
@@ -95,6 +125,8 @@ class _SequenceFieldMixin:
                         id="django_segment_seq.E018",
                     )
                 )
+        errors += self._check_reset_on()
+        errors += self._check_fiscal_year_start()
         if not isinstance(self.gapless, bool):
             errors.append(
                 checks.Error(
@@ -109,6 +141,58 @@ class _SequenceFieldMixin:
             if self.gapless:
                 errors += self._check_gapless_database()
         return errors
+
+    def _check_reset_on(self) -> list[checks.CheckMessage]:
+        """reset_on must name a date or datetime field of the model, and only makes sense with reset."""
+        if self.reset_on is None:
+            return []
+        if self.reset is None:
+            return [
+                checks.Error(
+                    f"SequenceField reset_on={self.reset_on!r} has no reset to choose the period of.",
+                    hint='Add reset, e.g. reset="monthly", or drop reset_on.',
+                    obj=self,
+                    id="django_segment_seq.E021",
+                )
+            ]
+        if not hasattr(self, "model"):
+            return []
+        try:
+            field = self.model._meta.get_field(self.reset_on) if isinstance(self.reset_on, str) else None
+        except FieldDoesNotExist:
+            field = None
+        if isinstance(field, models.DateField) and field.concrete:  # DateTimeField is a DateField
+            return []
+        what = "has no such field" if field is None else f"has it as a {type(field).__name__}"
+        return [
+            checks.Error(
+                f"SequenceField reset_on={self.reset_on!r} must name a DateField or DateTimeField of "
+                f"{self.model._meta.label}, which {what}.",
+                hint="Name the model's own date of the record, e.g. reset_on=\"issued_on\".",
+                obj=self,
+                id="django_segment_seq.E020",
+            )
+        ]
+
+    def _check_fiscal_year_start(self) -> list[checks.CheckMessage]:
+        """A fiscal year starts in a month of the year, and only yearly resets have one."""
+        start = self.fiscal_year_start
+        if start is None:
+            return []
+        if self.reset_rule.start_problem:
+            problem = f"{self.reset_rule.start_problem}."
+        elif self.reset != "yearly":
+            problem = f"fiscal_year_start={start!r} needs reset=\"yearly\", not reset={self.reset!r}."
+        else:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField {problem}",
+                hint='Use reset="yearly" with fiscal_year_start=1..12 (4 for a year from April), or drop it.',
+                obj=self,
+                id="django_segment_seq.E022",
+            )
+        ]
 
     def _check_gapless_database(self) -> list[checks.CheckMessage]:
         """The row lock must be taken in the transaction that saves the model, so both must share a database."""
@@ -175,10 +259,17 @@ class SequenceField(_SequenceFieldMixin, models.BigIntegerField):
         return super().__new__(cls)
 
     def __init__(
-        self, sequence_name: str, *args: Any, reset: str | None = None, gapless: bool = False, **kwargs: Any
+        self,
+        sequence_name: str,
+        *args: Any,
+        reset: ResetOption = None,
+        reset_on: str | None = None,
+        fiscal_year_start: int | None = None,
+        gapless: bool = False,
+        **kwargs: Any,
     ) -> None:
         kwargs.pop("format", None)  # None here: a format makes __new__ build a FormattedSequenceField
-        self._setup(sequence_name, reset, gapless, kwargs)
+        self._setup(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start)
         super().__init__(*args, **kwargs)
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
@@ -213,8 +304,9 @@ class SequenceField(_SequenceFieldMixin, models.BigIntegerField):
 class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
     """A CharField holding a flow number ("OD20261122000123"): a sequence number rendered by a format.
 
-    With reset, each day, month or year counts from the sequence's minimum in its own row; a
-    zero-padded width caps the count; with gapless, numbers are taken under a row lock.
+    With reset, each day, week, month, quarter, (fiscal) year or callable-defined period counts from
+    the sequence's minimum in its own row, the period of the instance's reset_on date when it has
+    one; a zero-padded width caps the count; with gapless, numbers are taken under a row lock.
     """
 
     description = _("Formatted number from a named sequence")
@@ -224,14 +316,16 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
         sequence_name: str,
         *args: Any,
         format: formatting.Format,
-        reset: str | None = None,
+        reset: ResetOption = None,
+        reset_on: str | None = None,
+        fiscal_year_start: int | None = None,
         gapless: bool = False,
         **kwargs: Any,
     ) -> None:
         self.format = format
         self.flow = FlowFormat(format)
-        self._setup(sequence_name, reset, gapless, kwargs)
-        kwargs.setdefault("max_length", self.flow.default_max_length())
+        self._setup(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start)
+        kwargs.setdefault("max_length", self.flow.default_max_length(self.reset_rule))
         super().__init__(*args, **kwargs)
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
@@ -241,13 +335,19 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
         return name, "django_segment_seq.fields.SequenceField", args, kwargs
 
     def _take(self, instance: models.Model) -> str:
+        from .models import NAME_MAX_LENGTH
         from .periods import take
 
-        moment = formatting.now()
-        period = formatting.period_key(moment, self.reset) if self.reset in RESETS else None
+        moment = self.instant(instance)
+        period = self.reset_rule.key(moment)
+        if period is not None and len(self.sequence_name) + 1 + len(period) > NAME_MAX_LENGTH:
+            raise ValueError(
+                f"Sequence {self.sequence_name!r}: period {period!r} makes the row name "
+                f"'{self.sequence_name}@{period}' longer than {NAME_MAX_LENGTH} characters. Shorten the sequence name."
+            )
 
         def render(value: int) -> str:
-            text = self.flow.render(value, instance, moment)
+            text = self.flow.render(value, instance, moment, period)
             if self.max_length is not None and len(text) > self.max_length:
                 raise ValueError(
                     f"{self.model._meta.label}.{self.name}: {text!r} is {len(text)} characters long, "
@@ -256,6 +356,18 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
             return text
 
         return take(self.sequence_name, render, period=period, cap=self.flow.cap, gapless=self.gapless is True)
+
+    def instant(self, instance: models.Model) -> datetime:
+        """The one instant that picks the period and fills {date}: the record's reset_on date, else now."""
+        if self.reset_on is None:
+            return formatting.now()
+        field = self.model._meta.get_field(self.reset_on)
+        value = getattr(instance, field.attname)
+        if value in (None, ""):
+            return formatting.now()
+        if isinstance(value, str):
+            value = field.to_python(value)
+        return formatting.instant_of(value)
 
     def get_pk_value_on_save(self, instance: models.Model) -> str:
         """Number a new primary key before Django decides between INSERT and UPDATE, and before bulk_create."""
@@ -281,8 +393,9 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
         errors: list[checks.CheckMessage] = [
             checks.Error(
                 f"SequenceField format is invalid: {problem}.",
-                hint='Use placeholders {value[:int spec]}, {date[:strftime spec]} and {instance.<attribute>}, '
-                'e.g. format="OD{date:%Y%m%d}{value:06d}", or a callable (value, instance, now) -> str.',
+                hint='Use placeholders {value[:int spec]}, {date[:strftime spec]}, {period} and '
+                '{instance.<attribute>}, e.g. format="OD{date:%Y%m%d}{value:06d}", or a callable '
+                "(value, instance, now) -> str.",
                 obj=self,
                 id="django_segment_seq.E011",
             )
@@ -299,14 +412,24 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
                     id="django_segment_seq.E012",
                 )
             )
-        if self.reset in RESETS:
-            problem = fmt.period_problem(self.reset)
+        if fmt.period_specs and self.reset is None:
+            errors.append(
+                checks.Error(
+                    f"SequenceField format {fmt.source!r} shows {{period}}, but the field has no reset.",
+                    hint='Add reset, e.g. reset="monthly", or show the date with {date:…} instead.',
+                    obj=self,
+                    id="django_segment_seq.E011",
+                )
+            )
+        if self.reset_rule.is_named or self.reset_rule.is_callable:
+            problem = fmt.period_problem(self.reset_rule)
             if problem:
                 errors.append(
                     checks.Error(
-                        f"SequenceField format {fmt.source!r} with reset={self.reset!r}: {problem}.",
-                        hint=f"Put the whole period in the format, e.g. {_DATE_HINT[self.reset]}, "
-                        "or reset less often.",
+                        f"SequenceField format {fmt.source!r} with reset={self.reset!r}"
+                        + (f", fiscal_year_start={self.fiscal_year_start}" if self.reset_rule.is_fiscal else "")
+                        + f": {problem}.",
+                        hint=f"Put the whole period in the format, e.g. {self._date_hint()}, or reset less often.",
                         obj=self,
                         id="django_segment_seq.E015",
                     )
@@ -326,7 +449,7 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
                 )
                 return errors
             instance_widths.append(width if isinstance(width, int) else 0)
-        widest = fmt.widest(instance_widths)
+        widest = fmt.widest(instance_widths, self.reset_rule)
         if widest is not None and self.max_length is not None and widest > self.max_length:
             errors.append(
                 checks.Error(
@@ -338,6 +461,11 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
                 )
             )
         return errors
+
+    def _date_hint(self) -> str:
+        if self.reset_rule.is_fiscal or not self.reset_rule.is_named:
+            return "{period}"
+        return _DATE_HINT[self.reset]
 
     def _instance_width(self, path: str) -> object:
         """The widest text of {instance<path>} when a model field tells it; None when unknown."""
@@ -356,4 +484,10 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
 
 
 _UNKNOWN_ATTRIBUTE = object()
-_DATE_HINT = {"daily": "{date:%Y%m%d}", "monthly": "{date:%Y%m}", "yearly": "{date:%Y}"}
+_DATE_HINT = {
+    "daily": "{date:%Y%m%d}",
+    "weekly": "{period} or {date:%G-W%V}",
+    "monthly": "{date:%Y%m}",
+    "quarterly": "{period}",
+    "yearly": "{date:%Y}",
+}

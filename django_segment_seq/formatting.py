@@ -1,11 +1,11 @@
-"""Flow-number formats: parse and check a template, find its period, width cap and widest output, and render it."""
+"""Flow-number formats: parse and check a template, find its instant, period, cap and widest output, and render it."""
 
 from __future__ import annotations
 
 import re
 import string
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 from typing import Any, Union
 
@@ -13,11 +13,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from .ranges import BIGINT_MAX
+from .resets import KEY_MAX_LENGTH, Reset, ResetOption
 
-# reset → the strftime pattern of its period key; the key is also the suffix of the period row's name.
-RESETS: dict[str, str] = {"daily": "%Y-%m-%d", "monthly": "%Y-%m", "yearly": "%Y"}
 # The longest suffix a period adds to a sequence name ("@2026-11-22").
-PERIOD_SUFFIX_LENGTH = 11
+PERIOD_SUFFIX_LENGTH = 1 + KEY_MAX_LENGTH
 
 # max_length of a formatted field when none is given: the widest output, at least this.
 MIN_DEFAULT_MAX_LENGTH = 32
@@ -44,11 +43,29 @@ def now() -> datetime:
     return current
 
 
-def period_key(moment: datetime, reset: str | None) -> str | None:
-    """The period `moment` falls in ("2026-11-22", "2026-11", "2026"), or None without reset."""
-    if reset is None:
-        return None
-    return moment.strftime(RESETS[reset])
+def instant_of(value: Any) -> datetime:
+    """The instant a record's date or datetime stands for, read like now(): a date is its midnight.
+
+    Midnight is taken in the project's time zone, the one periods are cut in, so a date always falls
+    in its own day's period; an aware datetime is converted to that zone. None falls back to now().
+    """
+    if value is None:
+        return now()
+    if not isinstance(value, datetime):
+        if not isinstance(value, date):
+            raise TypeError(f"expected a date or datetime, not {type(value).__name__}")
+        value = datetime.combine(value, time())
+    if not settings.USE_TZ:
+        return timezone.make_naive(value) if timezone.is_aware(value) else value
+    zone = timezone.get_default_timezone()
+    if timezone.is_naive(value):
+        return timezone.make_aware(value, zone)
+    return timezone.localtime(value, zone)
+
+
+def period_key(moment: datetime, reset: ResetOption, fiscal_year_start: int | None = None) -> str | None:
+    """The period `moment` falls in ("2026-11-22", "2026-W48", "2026-Q4", "FY2026", a callable's key), or None."""
+    return Reset(reset, fiscal_year_start).key(moment)
 
 
 def period_row_name(sequence_name: str, period: str | None) -> str:
@@ -102,6 +119,7 @@ class FlowFormat:
         self.has_value = False
         self.value_specs: list[str] = []
         self.date_specs: list[str] = []
+        self.period_specs: list[str] = []
         self.instance_paths: list[str] = []
         self.literal_length = 0
         self.cap: int | None = None
@@ -129,11 +147,14 @@ class FlowFormat:
                 self._add_value(spec or "", conversion)
             elif field == "date":
                 self._add_date(spec or "", conversion)
+            elif field == "period":
+                self._add_period(spec or "", conversion)
             elif field.startswith(("instance.", "instance[")):
                 self.instance_paths.append(field[len("instance") :])
             else:
                 self.problems.append(
-                    f"placeholder {{{field}}} is unknown; use {{value}}, {{date}} or {{instance.<attribute>}}"
+                    f"placeholder {{{field}}} is unknown; "
+                    "use {value}, {date}, {period} or {instance.<attribute>}"
                 )
 
     def _add_value(self, spec: str, conversion: str | None) -> None:
@@ -157,56 +178,87 @@ class FlowFormat:
             return
         self.date_specs.append(spec)
 
-    def widest(self, instance_widths: list[int] | None = None) -> int | None:
+    def _add_period(self, spec: str, conversion: str | None) -> None:
+        if conversion:
+            self.problems.append("{period} takes no conversion (!r, !s, !a); it is already text")
+            return
+        try:
+            format("2026-11", spec)
+        except ValueError as exc:
+            self.problems.append(f"{{period:{spec}}} is not a valid str format spec: {exc}")
+            return
+        self.period_specs.append(spec)
+
+    def widest(self, instance_widths: list[int] | None = None, reset: Reset | None = None) -> int | None:
         """The longest text this format renders for numbers up to its cap; None for a callable.
 
         `instance_widths` gives the width of each {instance.…} placeholder; missing ones count as
-        ASSUMED_INSTANCE_WIDTH.
+        ASSUMED_INSTANCE_WIDTH. A {period} of a callable reset counts as KEY_MAX_LENGTH.
         """
         if self.is_callable or self.problems:
             return None
         top = self.cap if self.cap is not None else BIGINT_MAX
         total = self.literal_length + sum(len(format(max(top, 0), spec)) for spec in self.value_specs)
-        if self.date_specs:
+        if self.date_specs or self.period_specs:
             total += max(
-                sum(len(format(moment, spec)) for spec in self.date_specs) for moment in _sample_instants()
+                sum(len(format(text, spec)) for text, spec in self._dated_parts(moment, reset))
+                for moment in _sample_instants()
             )
         widths = list(instance_widths or [])
         widths += [ASSUMED_INSTANCE_WIDTH] * (len(self.instance_paths) - len(widths))
         return total + sum(widths[: len(self.instance_paths)])
 
-    def default_max_length(self) -> int:
+    def _dated_parts(self, moment: datetime, reset: Reset | None) -> list[tuple[Any, str]]:
+        """(what, spec) of every {date} and {period} placeholder at `moment`, for widths and period checks."""
+        if reset is not None and reset.is_named:
+            key = reset.sample_key(moment)
+        else:
+            key = "0" * KEY_MAX_LENGTH if reset is not None and reset.is_callable else ""
+        return [(moment, spec) for spec in self.date_specs] + [(key, spec) for spec in self.period_specs]
+
+    def default_max_length(self, reset: Reset | None = None) -> int:
         if self.is_callable:
             return CALLABLE_DEFAULT_MAX_LENGTH
-        widest = self.widest()
+        widest = self.widest(reset=reset)
         return max(MIN_DEFAULT_MAX_LENGTH, widest or 0)
 
-    def period_problem(self, reset: str) -> str | None:
-        """Why this format's date part cannot tell two periods of `reset` apart, or None when it can."""
-        if self.is_callable or self.problems:
+    def period_problem(self, reset: Reset | str) -> str | None:
+        """Why this format cannot tell two periods of `reset` apart, or None when it can.
+
+        Named periods are tried on every day of fourteen months; the period of a callable can only be
+        shown whole by {period}.
+        """
+        if isinstance(reset, str):
+            reset = Reset(reset)
+        if self.is_callable or self.problems or not (reset.is_named or reset.is_callable):
             return None
-        if not self.date_specs:
-            return f'it has no {{date}}, so every {_PERIOD_WORD[reset]} repeats the same texts'
+        if reset.is_callable:
+            sample = "0123456789"  # KEY_MAX_LENGTH characters no fill or padding makes up
+            if any(sample in format(sample, spec) for spec in self.period_specs):
+                return None
+            return "the period of a reset callable is shown only by a {period} that is not cut short"
+        if not self.date_specs and not self.period_specs:
+            return f"it has neither {{date}} nor {{period}}, so every {reset.word} repeats the same texts"
         seen: dict[tuple[str, ...], str] = {}
         for moment in _sample_instants():
-            text = tuple(format(moment, spec) for spec in self.date_specs)
-            key = moment.strftime(RESETS[reset])
+            text = tuple(format(what, spec) for what, spec in self._dated_parts(moment, reset))
+            key = reset.sample_key(moment)
             if seen.setdefault(text, key) != key:
                 shown = "".join(text)
+                parts = "date and period parts render" if self.date_specs and self.period_specs else (
+                    "date part renders" if self.date_specs else "period part renders"
+                )
                 return (
-                    f"its date part renders {shown!r} both in {seen[text]} and in {key}, "
-                    f"so two {_PERIOD_WORD[reset]}s would hand out the same texts"
+                    f"its {parts} {shown!r} both in {seen[text]} and in {key}, "
+                    f"so two {reset.word}s would hand out the same texts"
                 )
         return None
 
-    def render(self, value: int, instance: Any, moment: datetime) -> str:
+    def render(self, value: int, instance: Any, moment: datetime, period: str | None = None) -> str:
         """The text for one number; a callable format gets (value, instance, moment)."""
         if self.is_callable:
             text = self.source(value, instance, moment)
             if not isinstance(text, str):
                 raise TypeError(f"format callable {self.source!r} returned {type(text).__name__}, not str")
             return text
-        return self.source.format(value=value, date=moment, instance=instance)
-
-
-_PERIOD_WORD = {"daily": "day", "monthly": "month", "yearly": "year"}
+        return self.source.format(value=value, date=moment, period=period or "", instance=instance)

@@ -7,6 +7,7 @@ from django.db import models
 from django.test.utils import isolate_apps
 
 from django_segment_seq import SequenceField
+from tests.testapp.models import shift_period
 
 
 def check_ids(**options):
@@ -16,6 +17,8 @@ def check_ids(**options):
     def build():
         class Model(models.Model):
             kind = models.CharField(max_length=6)
+            issued_on = models.DateField(null=True)
+            stamped_at = models.DateTimeField(null=True)
             number = SequenceField("seq", **options)
 
             class Meta:
@@ -38,6 +41,19 @@ def check_ids(**options):
         {"format": "{date:%Y%m%d}{value:04d}", "reset": "monthly", "max_length": 12},
         {"format": lambda value, instance, now: f"X{value}", "reset": "daily"},
         {"gapless": True},
+        {"format": "INV-{date:%Y%m}-{value:05d}", "reset": "monthly", "reset_on": "issued_on"},
+        {"format": "D{date:%Y%m%d}{value:04d}", "reset": "daily", "reset_on": "stamped_at", "gapless": True},
+        {"format": "W{period}-{value:05d}", "reset": "weekly"},
+        {"format": "W{date:%G-W%V}-{value:05d}", "reset": "weekly"},
+        {"format": "W{date:%Y%m%d}-{value:05d}", "reset": "weekly"},
+        {"format": "Q{period}-{value:05d}", "reset": "quarterly"},
+        {"format": "Q{date:%Y%m}-{value:05d}", "reset": "quarterly"},
+        {"format": "INV-{period}-{value:05d}", "reset": "yearly", "fiscal_year_start": 4},
+        {"format": "INV-{date:%Y%m}-{value:05d}", "reset": "yearly", "fiscal_year_start": 10},
+        {"format": "INV-{date:%Y}-{value:05d}", "reset": "yearly", "fiscal_year_start": 1},
+        {"format": "S{period}-{value:04d}", "reset": shift_period},
+        {"format": "S{period:>12}-{value:04d}", "reset": shift_period},
+        {"format": "{period}{value:04d}", "reset": "daily", "max_length": 14},
     ],
 )
 def test_valid_options_pass(options):
@@ -51,7 +67,32 @@ def test_valid_options_pass(options):
         ({"format": "{nope}{value}"}, ["django_segment_seq.E011"]),
         ({"format": 12}, ["django_segment_seq.E011"]),
         ({"format": "OD{date:%Y%m%d}"}, ["django_segment_seq.E012"]),
-        ({"format": "{date:%Y%m%d}{value}", "reset": "weekly"}, ["django_segment_seq.E013"]),
+        ({"format": "{date:%Y%m%d}{value}", "reset": "hourly"}, ["django_segment_seq.E013"]),
+        ({"format": "{period}{value}", "reset": lambda moment: "x"}, ["django_segment_seq.E013"]),
+        ({"format": "{period}{value}"}, ["django_segment_seq.E011"]),
+        ({"format": "{period!r}{value}", "reset": "daily"}, ["django_segment_seq.E011"]),
+        ({"format": "{period:d}{value}", "reset": "daily"}, ["django_segment_seq.E011"]),
+        ({"format": "{date:%Y%m}{value:04d}", "reset": "weekly"}, ["django_segment_seq.E015"]),
+        ({"format": "{date:%Y-%V}{value:04d}", "reset": "weekly"}, ["django_segment_seq.E015"]),
+        ({"format": "{date:%Y}{value:04d}", "reset": "quarterly"}, ["django_segment_seq.E015"]),
+        ({"format": "{date:%Y}{value:04d}", "reset": "yearly", "fiscal_year_start": 4}, ["django_segment_seq.E015"]),
+        ({"format": "{period:.4}{value:04d}", "reset": "yearly", "fiscal_year_start": 4}, ["django_segment_seq.E015"]),
+        ({"format": "{date:%Y%m%d}{value:04d}", "reset": shift_period}, ["django_segment_seq.E015"]),
+        ({"format": "{period:.8}{value:04d}", "reset": shift_period}, ["django_segment_seq.E015"]),
+        ({"format": "{value:04d}", "reset": "weekly"}, ["django_segment_seq.E015"]),
+        ({"format": "{period}{value:04d}", "reset": "weekly", "max_length": 11}, ["django_segment_seq.E016"]),
+        ({"format": "{period}{value:04d}", "reset": shift_period, "max_length": 13}, ["django_segment_seq.E016"]),
+        ({"format": "{date:%Y%m}{value}", "reset": "monthly", "reset_on": "missing"}, ["django_segment_seq.E020"]),
+        ({"format": "{date:%Y%m}{value}", "reset": "monthly", "reset_on": "kind"}, ["django_segment_seq.E020"]),
+        ({"format": "{date:%Y%m}{value}", "reset": "monthly", "reset_on": 3}, ["django_segment_seq.E020"]),
+        ({"format": "{date:%Y%m}{value}", "reset_on": "issued_on"}, ["django_segment_seq.E021"]),
+        ({"reset_on": "issued_on"}, ["django_segment_seq.E021"]),
+        ({"format": "{period}{value}", "reset": "yearly", "fiscal_year_start": 13}, ["django_segment_seq.E022"]),
+        ({"format": "{period}{value}", "reset": "yearly", "fiscal_year_start": 0}, ["django_segment_seq.E022"]),
+        ({"format": "{period}{value}", "reset": "yearly", "fiscal_year_start": "4"}, ["django_segment_seq.E022"]),
+        ({"format": "{period}{value}", "reset": "yearly", "fiscal_year_start": True}, ["django_segment_seq.E022"]),
+        ({"format": "{period}{value}", "reset": "quarterly", "fiscal_year_start": 4}, ["django_segment_seq.E022"]),
+        ({"format": "{date:%Y}{value}", "fiscal_year_start": 4}, ["django_segment_seq.E022"]),
         ({"reset": "daily"}, ["django_segment_seq.E014"]),
         ({"format": "{date:%Y%m}{value:04d}", "reset": "daily"}, ["django_segment_seq.E015"]),
         ({"format": "T{value:04d}", "reset": "daily"}, ["django_segment_seq.E015"]),

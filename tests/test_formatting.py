@@ -1,13 +1,29 @@
 """Formats of flow numbers: the template mini-language, width caps, widest output, and formatted fields on real models."""
 
+from datetime import date, datetime
+from datetime import timezone as dt_timezone
+
 import pytest
 from django.db import models
+from django.utils import timezone
 
 from django_segment_seq import SequenceField
 from django_segment_seq.fields import FormattedSequenceField
 from django_segment_seq.formatting import FlowFormat, width_cap
 from django_segment_seq.models import Sequence
-from tests.testapp.models import DailyOrder, KindTicket, Parcel, Payment
+from tests.testapp.models import (
+    DailyOrder,
+    Delivery,
+    FiscalInvoice,
+    IssuedInvoice,
+    KindTicket,
+    Parcel,
+    Payment,
+    QuarterlyReport,
+    ShiftTicket,
+    WeeklyOrder,
+    shift_period,
+)
 
 
 @pytest.mark.parametrize(
@@ -139,3 +155,116 @@ def test_text_longer_than_max_length_is_refused(clock):
     field = KindTicket._meta.get_field("code")
     with pytest.raises(ValueError, match="max_length"):
         field._take(Tiny())
+
+
+def test_period_placeholder_and_default_width():
+    weekly = SequenceField("w", format="W{period}-{value:05d}", reset="weekly")
+    assert FlowFormat("W{period}-{value:05d}").period_specs == [""]
+    assert weekly.max_length == 32 and weekly.flow.widest(reset=weekly.reset_rule) == 1 + 8 + 1 + 5
+    shift = SequenceField("s", format="S{period:>10}-{value:020d}", reset=shift_period)
+    assert shift.max_length == 1 + 10 + 1 + 20
+
+
+def test_new_options_deconstruct_and_reach_migrations():
+    from django.db.migrations.writer import MigrationWriter
+
+    field = SequenceField(
+        "x", format="{period}{value:04d}", reset="yearly", fiscal_year_start=4, reset_on="issued_on", max_length=20
+    )
+    _name, _path, args, kwargs = field.deconstruct()
+    assert kwargs == {
+        "sequence_name": "x", "format": "{period}{value:04d}", "reset": "yearly", "fiscal_year_start": 4,
+        "reset_on": "issued_on", "max_length": 20,
+    }
+    assert SequenceField(*args, **kwargs).deconstruct() == field.deconstruct()
+    shift = ShiftTicket._meta.get_field("code")
+    assert shift.deconstruct()[3]["reset"] is shift_period
+    text, imports = MigrationWriter.serialize(shift)
+    assert "reset=tests.testapp.models.shift_period" in text and "import tests.testapp.models" in imports
+
+
+@pytestmark_db
+def test_record_dated_in_december_and_saved_in_january_counts_in_december(clock):
+    clock.set("2027-01-02 09:00")
+    assert IssuedInvoice.objects.create(issued_on=date(2026, 12, 31)).number == "INV-202612-00001"
+    assert IssuedInvoice.objects.create().number == "INV-202701-00001"  # no date of its own: now
+    assert IssuedInvoice.objects.create(issued_on="2026-12-30").number == "INV-202612-00002"
+    assert IssuedInvoice.objects.create(issued_on=date(2027, 1, 2)).number == "INV-202701-00002"
+    batch = IssuedInvoice.objects.bulk_create([IssuedInvoice(issued_on=date(2026, 12, 1)), IssuedInvoice()])
+    assert [invoice.number for invoice in batch] == ["INV-202612-00003", "INV-202701-00003"]
+    assert sorted(Sequence.objects.filter(base_name="issued-invoice").values_list("period", flat=True)) == [
+        "2026-12", "2027-01"
+    ]
+
+
+def test_instant_of_a_date_or_datetime(settings):
+    from django_segment_seq.formatting import instant_of
+
+    paris = timezone.get_default_timezone()
+    assert instant_of(date(2026, 12, 31)) == datetime(2026, 12, 31, tzinfo=paris)
+    assert instant_of(datetime(2026, 12, 31, 23, 30, tzinfo=dt_timezone.utc)).isoformat() == "2027-01-01T00:30:00+01:00"
+    settings.USE_TZ = False
+    assert instant_of(date(2026, 12, 31)) == datetime(2026, 12, 31)
+    assert instant_of(datetime(2026, 12, 31, 23, 30, tzinfo=dt_timezone.utc)) == datetime(2027, 1, 1, 0, 30)
+    with pytest.raises(TypeError, match="date or datetime"):
+        instant_of(20261231)
+
+
+@pytestmark_db
+def test_a_date_is_its_own_day_whatever_time_zone_is_active(clock):
+    with timezone.override("Pacific/Kiritimati"):  # UTC+14: its midnight is the day before in Paris
+        assert FiscalInvoice.objects.create(issued_on=date(2027, 4, 1)).number == "INV-FY2027-00001"
+        assert FiscalInvoice.objects.create(issued_on=date(2027, 3, 31)).number == "INV-FY2026-00001"
+
+
+@pytestmark_db
+def test_a_datetime_counts_in_the_project_time_zone(clock):
+    late_utc = datetime(2026, 11, 30, 23, 30, tzinfo=dt_timezone.utc)  # 00:30 on 1 December in Paris
+    assert Delivery.objects.create(received_at=late_utc).code == "D20261201-0001"
+    with pytest.warns(RuntimeWarning, match="naive datetime"):  # Django's own warning; stored as Paris time
+        assert Delivery.objects.create(received_at=datetime(2026, 11, 30, 23, 30)).code == "D20261130-0001"
+    assert Delivery.objects.create().code == "D20261122-0001"
+    assert Delivery.objects.get(code="D20261201-0001").received_at == late_utc
+
+
+@pytestmark_db
+def test_weekly_quarterly_fiscal_and_callable_periods(clock):
+    clock.set("2027-01-03 23:59:59")
+    codes = [WeeklyOrder.objects.create().code, QuarterlyReport.objects.create().code]
+    clock.advance(seconds=1)
+    codes += [WeeklyOrder.objects.create().code, QuarterlyReport.objects.create().code]
+    assert codes == ["W2026-W53-00001", "Q2027-Q1-00001", "W2027-W01-00001", "Q2027-Q1-00002"]
+    clock.set("2027-03-31 15:59:59")
+    assert [FiscalInvoice.objects.create().number, ShiftTicket.objects.create().code] == [
+        "INV-FY2026-00001", "S20270331B-0001"
+    ]
+    clock.advance(seconds=1)
+    assert ShiftTicket.objects.create().code == "S20270331C-0001"
+    clock.set("2027-04-01 00:00")
+    assert FiscalInvoice.objects.create().number == "INV-FY2027-00001"
+    assert FiscalInvoice.objects.create(issued_on=date(2027, 3, 31)).number == "INV-FY2026-00002"
+
+
+def bad_period(moment):
+    return "2026@11"
+
+
+def long_period(moment):
+    return moment.isoformat()
+
+
+@pytestmark_db
+@pytest.mark.parametrize("reset, message", [(bad_period, "'@'"), (long_period, "at most 10 characters")])
+def test_callable_key_that_cannot_name_a_row_is_refused_at_save(clock, reset, message):
+    field = SequenceField("bad-period", format="{period}{value}", reset=reset)
+    with pytest.raises(ValueError, match=message):
+        field._take(object())
+    assert not Sequence.objects.exists()
+
+
+@pytestmark_db
+def test_row_name_over_the_limit_is_refused_at_save(clock):
+    field = SequenceField("n" * 95, format="{period}{value}", reset=shift_period)
+    with pytest.raises(ValueError, match="longer than 100"):
+        field._take(object())
+    assert not Sequence.objects.exists()

@@ -1,7 +1,8 @@
-"""Reset periods: each day, month or year counts in its own row from min_value, capped by the format's width."""
+"""Reset periods: each day, week, month, quarter, (fiscal) year or callable-defined period counts in its own row
+from min_value, capped by the format's width."""
 
 import collections
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime, time, timezone as dt_timezone
 
 import pytest
 from django.test import override_settings
@@ -9,7 +10,16 @@ from django.test import override_settings
 from django_segment_seq import SequenceExhausted, clear_cache, SequenceNotFound, next_value
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
-from tests.testapp.models import DailyOrder, KindTicket, MonthlyTicket
+from django_segment_seq.resets import named_key
+from tests.testapp.models import (
+    DailyOrder,
+    FiscalInvoice,
+    KindTicket,
+    MonthlyTicket,
+    QuarterlyReport,
+    ShiftTicket,
+    WeeklyOrder,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -150,3 +160,47 @@ def test_ten_thousandth_ticket_of_a_day_is_refused(clock):
     assert max(len(code) for code in KindTicket.objects.values_list("code", flat=True)) == 14
     clock.advance(days=1)
     assert KindTicket.objects.create(kind="IS").code == "IS202611230001"
+
+
+# mode -> (model, field, sequence, prefix before the period, clock start, the two periods it crosses)
+BOUNDARIES = {
+    "flow-weekly": (WeeklyOrder, "code", "weekly-order", "W", "2027-01-03T23:59:30+01:00", ["2026-W53", "2027-W01"]),
+    "flow-quarterly": (
+        QuarterlyReport, "code", "quarterly-report", "Q", "2027-06-30T23:59:30+02:00", ["2027-Q2", "2027-Q3"]
+    ),
+    "flow-fiscal": (
+        FiscalInvoice, "number", "fiscal-invoice", "INV-", "2027-03-31T23:59:30+02:00", ["FY2026", "FY2027"]
+    ),
+    "flow-shift": (ShiftTicket, "code", "shift-ticket", "S", "2026-11-22T15:59:30+01:00", ["20261122B", "20261122C"]),
+}
+
+
+@pytest.mark.parametrize("mode", list(BOUNDARIES))
+def test_processes_saving_across_a_period_boundary(run_workers, mode):
+    """Four processes with clocks up to 40 s apart save across a week, quarter, fiscal-year or shift boundary."""
+    model, field, sequence, prefix, start, periods = BOUNDARIES[mode]
+    Sequence.objects.create(name=sequence, step=10)
+    results = run_workers(
+        [(mode, skew, 120) for skew in ("-20", "-7", "6", "20")],
+        SEGMENT_SEQ_TEST_CLOCK=start,
+        SEGMENT_SEQ_TEST_TICK="0.5",
+    )
+    assert_unique([n for part in results for n in part], 480)
+    texts = assert_unique(model.objects.values_list(field, flat=True), 480)
+    by_period = collections.defaultdict(list)
+    for text in texts:
+        shown, number = text.removeprefix(prefix).rsplit("-", 1)
+        by_period[shown].append(int(number))
+    assert sorted(by_period) == periods
+    for numbers in by_period.values():
+        assert min(numbers) == 1
+        assert_unique(numbers)
+    assert sorted(Sequence.objects.filter(base_name=sequence).values_list("period", flat=True)) == periods
+    if mode == "flow-fiscal":  # gapless, and every dated invoice in its own date's fiscal year
+        for numbers in by_period.values():
+            assert sorted(numbers) == list(range(1, len(numbers) + 1))
+        dated = FiscalInvoice.objects.exclude(issued_on=None)
+        assert dated.count() == 240
+        for invoice in dated:
+            fiscal_year = named_key(datetime.combine(invoice.issued_on, time()), "yearly", 4)
+            assert invoice.number.startswith(f"INV-{fiscal_year}-")

@@ -89,7 +89,47 @@ def flow_gapless(skew: str, count: int) -> list[int]:
     return got
 
 
-FLOW_MODES = {"flow-daily": flow_daily, "flow-gapless": flow_gapless}
+def flow_periodic(model_name: str, field: str):
+    """A flow mode that saves `model_name` objects and writes each text as one (large) integer."""
+
+    def flow(skew: str, count: int) -> list[int]:
+        from tests.testapp import models
+
+        model = getattr(models, model_name)
+        fake_clock(float(skew))
+        return [_encoded(getattr(model.objects.create(), field)) for _ in range(count)]
+
+    return flow
+
+
+def flow_fiscal(skew: str, count: int) -> list[int]:
+    """Fiscal-year invoices: every other one dated the day before the clock's date, as if entered late."""
+    from datetime import timedelta
+
+    from django_segment_seq import formatting
+    from tests.testapp.models import FiscalInvoice
+
+    fake_clock(float(skew))
+    got: list[int] = []
+    for i in range(count):
+        issued_on = None if i % 2 == 0 else (formatting.now() - timedelta(days=1)).date()
+        got.append(_encoded(FiscalInvoice.objects.create(issued_on=issued_on).number))
+    return got
+
+
+def _encoded(text: str) -> int:
+    """A text as an integer, one to one, for the integer-per-line result files."""
+    return int.from_bytes(text.encode(), "big")
+
+
+FLOW_MODES = {
+    "flow-daily": flow_daily,
+    "flow-gapless": flow_gapless,
+    "flow-weekly": flow_periodic("WeeklyOrder", "code"),
+    "flow-quarterly": flow_periodic("QuarterlyReport", "code"),
+    "flow-shift": flow_periodic("ShiftTicket", "code"),
+    "flow-fiscal": flow_fiscal,
+}
 
 
 if __name__ == "__main__":

@@ -64,3 +64,49 @@ class Payment(models.Model):
 class Parcel(models.Model):
     code = SequenceField("parcel", format="P{value:06d}", primary_key=True)
     note = models.CharField(max_length=50, blank=True)
+
+
+def shift_period(moment):
+    """A reset callable: three eight-hour shifts a day, "20261122A" (00-08h) to "20261122C" (16-24h)."""
+    return f"{moment:%Y%m%d}{'ABC'[moment.hour // 8]}"
+
+
+class IssuedInvoice(models.Model):
+    """Counted in the month of its own date, not of the day it is saved."""
+
+    issued_on = models.DateField(null=True, blank=True)
+    number = SequenceField(
+        "issued-invoice", format="INV-{date:%Y%m}-{value:05d}", reset="monthly", reset_on="issued_on", unique=True
+    )
+
+
+class Delivery(models.Model):
+    received_at = models.DateTimeField(null=True, blank=True)
+    code = SequenceField("delivery", format="D{date:%Y%m%d}-{value:04d}", reset="daily", reset_on="received_at")
+
+
+class WeeklyOrder(models.Model):
+    code = SequenceField("weekly-order", format="W{period}-{value:05d}", reset="weekly", unique=True)
+
+
+class QuarterlyReport(models.Model):
+    code = SequenceField("quarterly-report", format="Q{period}-{value:05d}", reset="quarterly", unique=True)
+
+
+class FiscalInvoice(models.Model):
+    """Gapless within a fiscal year that starts in April, counted by the invoice's own date."""
+
+    issued_on = models.DateField(null=True, blank=True)
+    number = SequenceField(
+        "fiscal-invoice",
+        format="INV-{period}-{value:05d}",
+        reset="yearly",
+        fiscal_year_start=4,
+        reset_on="issued_on",
+        gapless=True,
+        unique=True,
+    )
+
+
+class ShiftTicket(models.Model):
+    code = SequenceField("shift-ticket", format="S{period}-{value:04d}", reset=shift_period, unique=True)

@@ -1,0 +1,129 @@
+"""Reset periods: the key of the period an instant belongs to, which names that period's Sequence row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Union
+
+# A key must fit the Sequence.period column and, after "@", the 100-character row name.
+KEY_MAX_LENGTH = 10
+# Named resets and the word messages use for one of their periods.
+NAMED: dict[str, str] = {
+    "daily": "day",
+    "weekly": "week",
+    "monthly": "month",
+    "quarterly": "quarter",
+    "yearly": "year",
+}
+
+ResetCallable = Callable[[datetime], str]
+ResetOption = Union[str, ResetCallable, None]
+
+
+def named_key(moment: datetime, reset: str, fiscal_year_start: int | None = None) -> str:
+    """The key of a named period: "2026-11-22", "2026-W48" (ISO week), "2026-11", "2026-Q4", "2026" or "FY2026".
+
+    A fiscal year is labelled by the calendar year it starts in: with fiscal_year_start=4, April 2026
+    to March 2027 is "FY2026".
+    """
+    if reset == "daily":
+        return f"{moment:%Y-%m-%d}"
+    if reset == "weekly":
+        year, week, _weekday = moment.isocalendar()
+        return f"{year:04d}-W{week:02d}"
+    if reset == "monthly":
+        return f"{moment:%Y-%m}"
+    if reset == "quarterly":
+        return f"{moment.year:04d}-Q{(moment.month - 1) // 3 + 1}"
+    if reset == "yearly":
+        if fiscal_year_start in (None, 1):
+            return f"{moment.year:04d}"
+        start_year = moment.year if moment.month >= fiscal_year_start else moment.year - 1
+        return f"FY{start_year:04d}"
+    raise ValueError(f"reset={reset!r} is not one of {', '.join(NAMED)}")
+
+
+def fiscal_start_problem(start: object) -> str | None:
+    """Why `start` is not the month a fiscal year starts in, or None when it is (or is not given)."""
+    if start is None:
+        return None
+    if isinstance(start, bool) or not isinstance(start, int) or not 1 <= start <= 12:
+        return f"fiscal_year_start={start!r} is not a month number from 1 to 12"
+    return None
+
+
+def key_problem(key: object) -> str | None:
+    """Why `key` cannot name a period row, or None when it can."""
+    if not isinstance(key, str):
+        return f"a period key must be a str, not {type(key).__name__}"
+    if not key.strip():
+        return "a period key must not be empty"
+    if len(key) > KEY_MAX_LENGTH:
+        return f"a period key must be at most {KEY_MAX_LENGTH} characters long, and {key!r} has {len(key)}"
+    if "@" in key:
+        return f"a period key must not contain '@', which separates sequence name and period, as {key!r} does"
+    return None
+
+
+class Reset:
+    """A field's reset options (reset, fiscal_year_start) as one rule: which period an instant falls in."""
+
+    def __init__(self, reset: ResetOption, fiscal_year_start: Any = None) -> None:
+        self.reset = reset
+        self.fiscal_year_start = fiscal_year_start
+        self.start_problem = fiscal_start_problem(fiscal_year_start)
+        self._start: int | None = None if self.start_problem else fiscal_year_start
+
+    @property
+    def is_callable(self) -> bool:
+        return callable(self.reset) and not isinstance(self.reset, str)
+
+    @property
+    def is_named(self) -> bool:
+        return isinstance(self.reset, str) and self.reset in NAMED
+
+    @property
+    def is_fiscal(self) -> bool:
+        return self.reset == "yearly" and self._start not in (None, 1)
+
+    @property
+    def word(self) -> str:
+        """What one period is called in messages: "day", "fiscal year", "period"."""
+        if self.is_fiscal:
+            return "fiscal year"
+        return NAMED[self.reset] if self.is_named else "period"  # type: ignore[index]
+
+    def key(self, moment: datetime) -> str | None:
+        """The period `moment` falls in; None without a (known) reset. A callable's key is checked here."""
+        if self.is_callable:
+            key = self.reset(moment)  # type: ignore[operator]
+            problem = key_problem(key)
+            if problem:
+                raise ValueError(f"reset callable {_name_of(self.reset)} returned {key!r} for {moment}: {problem}.")
+            return key
+        if self.is_named:
+            if self.reset == "yearly" and self.start_problem:
+                raise ValueError(f"reset=\"yearly\" with {self.start_problem}.")
+            return self.sample_key(moment)
+        return None
+
+    def sample_key(self, moment: datetime) -> str:
+        """The key of a named period, never raising: what the system checks sample formats against."""
+        return named_key(moment, self.reset, self._start)  # type: ignore[arg-type]
+
+    def import_problem(self) -> str | None:
+        """Why migrations could not refer to a callable reset (a lambda, a nested function), or None."""
+        if not self.is_callable:
+            return None
+        from django.db.migrations.serializer import serializer_factory
+
+        try:
+            serializer_factory(self.reset).serialize()
+        except ValueError as exc:
+            return str(exc).strip()
+        return None
+
+
+def _name_of(func: Any) -> str:
+    return f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"
