@@ -137,6 +137,17 @@ def take(name: str, count: str) -> dict[str, Any]:
 
 
 @scenario
+def take_many(name: str, count: str) -> dict[str, Any]:
+    """One next_values() call of `count` numbers; a SequenceError is reported, not raised."""
+    from django_segment_seq import SequenceError, next_values
+
+    try:
+        return {"numbers": list(next_values(name, int(count))), "error": None}
+    except SequenceError as exc:
+        return {"numbers": [], "error": f"{type(exc).__name__}: {exc}"}
+
+
+@scenario
 def checks() -> dict[str, Any]:
     """The system checks' messages under this process's settings."""
     from django.core import checks as django_checks
