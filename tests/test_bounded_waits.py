@@ -5,6 +5,7 @@ import time
 
 import pytest
 from django.conf import settings
+from django.db import connections
 from django.test import override_settings
 
 from django_segment_seq import SequenceError, cache, next_value, wait_for_prefetch
@@ -59,6 +60,8 @@ def test_a_caller_does_not_wait_forever_for_a_stuck_background_fetch(monkeypatch
             outcome.append("numbers")
         except SequenceError as exc:
             outcome.append(f"error: {exc}")
+        finally:
+            connections.close_all()  # this thread's own connections, if it opened any
 
     monkeypatch.setattr(cache, "allocate", stuck_in_background)
     caller = threading.Thread(target=take, daemon=True)
