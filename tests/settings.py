@@ -45,6 +45,13 @@ if os.environ.get("SEGMENT_SEQ_TEST_ISOLATION"):
         level = IsolationLevel[level.upper().replace(" ", "_")]
     database.setdefault("OPTIONS", {})["isolation_level"] = level
 
+if os.environ.get("SEGMENT_SEQ_TEST_AUTOCOMMIT") == "0":
+    # Projects that run every request in a transaction they commit themselves.
+    database["AUTOCOMMIT"] = False
+if BACKEND == "sqlite" and os.environ.get("SEGMENT_SEQ_TEST_SQLITE_TRANSACTION_MODE"):
+    # Django 5.1+: "IMMEDIATE" makes every atomic block take SQLite's write lock at BEGIN.
+    database.setdefault("OPTIONS", {})["transaction_mode"] = os.environ["SEGMENT_SEQ_TEST_SQLITE_TRANSACTION_MODE"]
+
 DATABASES = {"default": database}
 if BACKEND == "sqlite":
     # A second file for the tests that keep the Sequence table apart from the data (SequenceRouter).
@@ -93,3 +100,8 @@ SEGMENT_SEQ = {"MAX_BACKOFF": 0.05}
 SEGMENT_SEQ.update(PREFETCH=False, ADAPTIVE_STEP=False)
 if os.environ.get("SEGMENT_SEQ_TEST_PREFETCH"):
     SEGMENT_SEQ.update(PREFETCH=True, ADAPTIVE_STEP=True, PREFETCH_AT=0.2)
+if os.environ.get("SEGMENT_SEQ_TEST_SETTINGS"):
+    # Extra SEGMENT_SEQ keys for one worker process, as JSON, e.g. '{"CONNECTION_MAX_IDLE": 0.5}'.
+    import json
+
+    SEGMENT_SEQ.update(json.loads(os.environ["SEGMENT_SEQ_TEST_SETTINGS"]))
