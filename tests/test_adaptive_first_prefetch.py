@@ -1,6 +1,7 @@
 """Adaptive step: a fresh process must not judge its pace by one number taken right after its first fetch."""
 
 import pytest
+from django.db import connection
 from django.test import override_settings
 
 from django_segment_seq import next_value, sequence_stats, wait_for_prefetch
@@ -26,4 +27,8 @@ def test_prefetch_after_one_number_asks_for_the_rows_step():
     assert value <= 2 * 10, f"the prefetch took up to {value}: {value - 10} numbers after a range of 10"
     got = [1] + [next_value("s") for _ in range(10)]
     assert got == list(range(1, 12))
-    assert sequence_stats()[("default", "s")].step <= 10
+    if connection.vendor != "sqlite":
+        # The 11th number comes from the prefetched range, which kept the row's step. (A shared SQLite
+        # file has no prefetch: the 11th needs a fetch after a whole range went by fast, and may grow.)
+        assert sequence_stats()[("default", "s")].background_fetches == 1
+        assert sequence_stats()[("default", "s")].step <= 10
