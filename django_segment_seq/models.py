@@ -124,7 +124,7 @@ class Sequence(models.Model):
         return type(self)._base_manager.using(self._state.db).filter(pk=self.pk).values_list("value", flat=True).first()
 
     def changed_fields(self) -> set[str]:
-        """The editable fields that differ from the stored row (all of them on a new row), so errors name what was edited.
+        """The editable fields that differ from the stored row (all on a new row), so errors name what was edited.
 
         `value` counts as changed only when it differs from the value this instance was loaded with:
         a row moved on by other processes since then has not been edited by whoever holds this copy.
@@ -141,7 +141,7 @@ class Sequence(models.Model):
         return changed
 
     def clean(self) -> None:
-        """Refuse limits that contradict each other or the numbers handed out, each error on the field that was edited."""
+        """Refuse limits that contradict each other or the numbers handed out, each on the field that was edited."""
         errors: dict[str, list[ValidationError]] = {}
         changed = self.changed_fields()
 
@@ -199,7 +199,10 @@ class Sequence(models.Model):
                 elif field not in errors:
                     refuse(
                         field,
-                        _("Minimum and maximum must leave at least as many numbers as the step (%(step)d), not %(span)d."),
+                        _(
+                            "Minimum and maximum must leave at least as many numbers as the step (%(step)d), "
+                            "not %(span)d."
+                        ),
                         step=self.step,
                         span=span,
                     )

@@ -1,4 +1,4 @@
-"""The Sequence admin: list, search, use figures, validation errors that change nothing and name the edited field, no deletion."""
+"""The Sequence admin: list, search, use figures, errors on the edited field that change nothing, no deletion."""
 
 import datetime
 import re
