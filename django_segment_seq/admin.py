@@ -1,7 +1,11 @@
-"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion; periods with their sequence."""
+"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion; periods with their sequence.
+
+Each row also shows how much of it is handed out and, for a row with a maximum, when it runs out.
+"""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from django import forms
@@ -10,9 +14,30 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.timesince import timeuntil
 from django.utils.translation import gettext_lazy as _
 
 from .models import Sequence
+from .ranges import BIGINT_MAX
+from .usage import HORIZON, has_limit, usage
+
+NO_LIMIT = _("no limit")
+
+
+class NoLimitField(forms.IntegerField):
+    """The maximum, shown empty (meaning "no limit") instead of 9223372036854775807 when it is the column's default."""
+
+    def prepare_value(self, value: Any) -> Any:
+        return "" if value in (BIGINT_MAX, str(BIGINT_MAX)) else super().prepare_value(value)
+
+    def to_python(self, value: Any) -> int | None:
+        number = super().to_python(value)
+        return BIGINT_MAX if number is None else number
 
 
 class SequenceForm(forms.ModelForm):
@@ -21,12 +46,18 @@ class SequenceForm(forms.ModelForm):
     class Meta:
         model = Sequence
         fields = "__all__"
+        field_classes = {"max_value": NoLimitField}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if "value" in self.fields:
             # The value shown travels back with the form, so "unchanged" is judged against the page, not the row.
             self.fields["value"].show_hidden_initial = True
+        if "max_value" in self.fields:
+            maximum = self.fields["max_value"]
+            maximum.required = False
+            maximum.widget.attrs["placeholder"] = NO_LIMIT
+            maximum.help_text = _("Leave empty for no limit.")
 
     def clean_value(self) -> int | None:
         if self.instance.pk is not None and "value" not in self.changed_data:
@@ -53,17 +84,114 @@ class SequenceFilter(admin.SimpleListFilter):
 @admin.register(Sequence)
 class SequenceAdmin(admin.ModelAdmin):
     form = SequenceForm
-    list_display = ["name", "period", "value", "step", "min_value", "max_value", "cycle", "modified"]
+    list_display = [
+        "name",
+        "period_shown",
+        "value",
+        "step",
+        "min_value",
+        "max_value_shown",
+        "used",
+        "left",
+        "runs_out",
+        "cycle",
+        "modified",
+    ]
     list_filter = [SequenceFilter, "cycle"]
     search_fields = ["name"]
-    readonly_fields = ["base_name", "period", "created", "modified"]
+    readonly_fields = ["base_sequence", "period", "used", "left", "runs_out", "created", "modified"]
     # Each sequence, then its periods newest first.
     ordering = [Coalesce("base_name", "name").asc(), F("period").desc(nulls_first=True), "name"]
     fieldsets = [
-        (None, {"fields": ["name", "value", "base_name", "period"]}),
+        (None, {"fields": ["name", "value", "base_sequence", "period"]}),
         (_("Allocation"), {"fields": ["step", "min_value", "max_value", "cycle"]}),
+        (_("Use"), {"fields": ["used", "left", "runs_out"]}),
         (_("History"), {"fields": ["created", "modified"]}),
     ]
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Sequence | None:
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            # The change form writes what was submitted onto obj; the use figures describe the row as loaded.
+            obj._as_loaded = copy.copy(obj)
+        return obj
+
+    def get_list_display(self, request: HttpRequest) -> list[str]:
+        # A period column stays empty until some sequence restarts per period.
+        if Sequence.objects.exclude(base_name=None).exists():
+            return list(self.list_display)
+        return [name for name in self.list_display if name != "period_shown"]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Sequence | None = None) -> list[tuple[Any, dict[str, Any]]]:
+        # Period fields mean something on per-period rows only; use figures need a stored row.
+        hidden = set() if obj is not None and obj.base_name is not None else {"base_sequence", "period"}
+        if obj is None:
+            hidden |= {"used", "left", "runs_out", "created", "modified"}
+        shown = []
+        for title, options in super().get_fieldsets(request, obj):
+            fields = [field for field in options["fields"] if field not in hidden]
+            if fields:
+                shown.append((title, {**options, "fields": fields}))
+        return shown
+
+    @admin.display(description=_("base sequence"))
+    def base_sequence(self, obj: Sequence) -> SafeString | str:
+        """The sequence a per-period row belongs to, linked to its own page."""
+        rows = Sequence._base_manager.using(obj._state.db)
+        base = rows.filter(name=obj.base_name).values_list("pk", flat=True).first()
+        if base is None:
+            return obj.base_name or ""
+        url = reverse(f"{self.admin_site.name}:django_segment_seq_sequence_change", args=[base])
+        return format_html('<a href="{}">{}</a>', url, obj.base_name)
+
+    @admin.display(description=_("period"), ordering="period", empty_value="")
+    def period_shown(self, obj: Sequence) -> str | None:
+        return obj.period
+
+    @admin.display(description=_("maximum"), ordering="max_value")
+    def max_value_shown(self, obj: Sequence) -> Any:
+        return obj.max_value if has_limit(obj) else NO_LIMIT
+
+    @admin.display(description=_("used"))
+    def used(self, obj: Sequence) -> SafeString:
+        """Numbers handed out, and with a maximum their share of all numbers from minimum to maximum."""
+        figures = usage(as_loaded(obj))
+        count = number_format(figures.handed_out, force_grouping=True)
+        if figures.share is None:
+            return format_html('<span style="white-space: nowrap;">{}</span>', count)
+        return two_lines(
+            count,
+            format_html(
+                '<meter min="0" max="1" low="0.75" high="0.9" optimum="0" value="{}" '
+                'style="width: 4em; vertical-align: middle;"></meter> {}',
+                f"{figures.share:.6f}",
+                percentage(figures.share),
+            ),
+        )
+
+    @admin.display(description=_("left"))
+    def left(self, obj: Sequence) -> str:
+        left = usage(as_loaded(obj)).left
+        return NO_LIMIT if left is None else number_format(left, force_grouping=True)
+
+    @admin.display(description=_("runs out"))
+    def runs_out(self, obj: Sequence) -> SafeString | str:
+        figures = usage(as_loaded(obj))
+        if figures.left is None:
+            return NO_LIMIT
+        if figures.left == 0:
+            return _("wraps on its next range") if obj.cycle else _("ran out")
+        if figures.runs_out_in is None:
+            if figures.handed_out == 0:
+                return two_lines(_("never"), _("nothing handed out yet"))
+            return two_lines(_("too early to tell"), _("under a minute of history"))
+        if figures.runs_out_in >= HORIZON:
+            when = _("in over 100 years")
+        else:
+            now = timezone.now()
+            until = timeuntil(now + figures.runs_out_in, now, depth=2)
+            when = (_("wraps in %(time)s") if obj.cycle else _("in %(time)s")) % {"time": until}
+        return two_lines(when, _("at its average of %(pace)s") % {"pace": pace_text(figures.pace)})
 
     def get_readonly_fields(self, request: HttpRequest, obj: Sequence | None = None) -> list[str]:
         # Renaming would detach every process's cache from its row and start the old name afresh.
@@ -96,3 +224,47 @@ class SequenceAdmin(admin.ModelAdmin):
                 )
                 % {"name": obj.name},
             )
+
+
+def as_loaded(obj: Sequence) -> Sequence:
+    """The row as the change form loaded it, before submitted values were written onto it (in the list: the row)."""
+    return getattr(obj, "_as_loaded", obj)
+
+
+def two_lines(main: str, detail: str) -> SafeString:
+    """A figure with a quieter line under it saying where it comes from."""
+    return format_html('<span style="white-space: nowrap;">{}<br><span class="quiet">{}</span></span>', main, detail)
+
+
+def percentage(share: float) -> str:
+    """A share as a percentage that never rounds up to 100% before the end, nor down to 0% after the start."""
+    if share >= 1:
+        return "100%"
+    if share == 0:
+        return "0%"
+    if share < 0.001:
+        return "<0.1%"
+    if share < 0.1:
+        return f"{number_format(int(share * 1000) / 10, decimal_pos=1)}%"
+    return f"{int(share * 100)}%"
+
+
+PACE_UNITS = [
+    (1, _("%(count)s a second")),
+    (60, _("%(count)s a minute")),
+    (3600, _("%(count)s an hour")),
+    (86400, _("%(count)s a day")),
+]
+
+
+def pace_text(pace: float | None) -> str:
+    """A pace in numbers a second, said in the smallest unit that makes it at least one ("12 a minute")."""
+    if pace is None:
+        return ""
+    seconds, text = next(((s, t) for s, t in PACE_UNITS if pace * s >= 1), PACE_UNITS[-1])
+    count = pace * seconds
+    if count >= 10 or round(count, 1) == round(count):
+        shown = number_format(round(count), force_grouping=True)
+    else:
+        shown = number_format(round(count, 1), decimal_pos=1)
+    return text % {"count": shown}

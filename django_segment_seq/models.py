@@ -125,43 +125,89 @@ class Sequence(models.Model):
             return None
         return type(self)._base_manager.using(self._state.db).filter(pk=self.pk).values_list("value", flat=True).first()
 
+    def changed_fields(self) -> set[str]:
+        """The editable fields that differ from the stored row (all on a new row), so errors name what was edited.
+
+        `value` counts as changed only when it differs from the value this instance was loaded with:
+        a row moved on by other processes since then has not been edited by whoever holds this copy.
+        """
+        editable = ["value", "step", "min_value", "max_value", "cycle"]
+        stored = None
+        if self.pk is not None:
+            stored = type(self)._base_manager.using(self._state.db).filter(pk=self.pk).values(*editable).first()
+        if stored is None:
+            return set(editable)
+        changed = {name for name in editable[1:] if getattr(self, name) != stored[name]}
+        if self.value != getattr(self, "_loaded_value", stored["value"]):
+            changed.add("value")
+        return changed
+
     def clean(self) -> None:
+        """Refuse limits that contradict each other or the numbers handed out, each on the field that was edited."""
         errors: dict[str, list[ValidationError]] = {}
+        changed = self.changed_fields()
 
         def refuse(field: str, message: str, **params: Any) -> None:
             errors.setdefault(field, []).append(ValidationError(message, params=params))
+
+        def edited(*fields: str) -> str:
+            """Of the fields a rule involves, the first one edited (the first one if none was)."""
+            return next((field for field in fields if field in changed), fields[0])
 
         if self.min_value is not None and self.min_value <= BIGINT_MIN:
             refuse("min_value", _("The minimum must be greater than %(limit)d."), limit=BIGINT_MIN)
         if self.step is not None and self.step < 1:
             refuse("step", _("The step must be at least 1."))
-        if self.min_value is not None and self.max_value is not None:
-            if self.min_value >= self.max_value:
-                refuse("max_value", _("The maximum must be greater than the minimum."))
-            elif self.step is not None and self.step > self.max_value - self.min_value + 1:
-                refuse(
-                    "step",
-                    _("The step must not exceed the numbers between minimum and maximum (%(span)d)."),
-                    span=self.max_value - self.min_value + 1,
-                )
         stored = self.stored_value()
-        if self.value is not None:
-            unchanged = self.value == getattr(self, "_loaded_value", None)  # save() will not write it
-            if stored is not None and self.value < stored and not unchanged:
-                refuse(
-                    "value",
-                    _("The value can only move forward: numbers up to %(stored)d were already handed out."),
-                    stored=stored,
-                )
-            if self.max_value is not None and self.value > self.max_value:
-                refuse("value", _("The value must not exceed the maximum."))
-        current = max((v for v in (self.value, stored) if v is not None), default=None)
-        if current is not None and self.max_value is not None and self.max_value < current:
+        value_edited = "value" in changed
+        if self.value is not None and value_edited and stored is not None and self.value < stored:
             refuse(
-                "max_value",
-                _("The maximum must not be below the value: numbers up to %(value)d were already handed out."),
-                value=current,
+                "value",
+                _("The value can only move forward: numbers up to %(stored)d were already handed out."),
+                stored=stored,
             )
+        if self.max_value is not None:
+            if stored is not None and self.max_value < stored:
+                refuse(
+                    "max_value",
+                    _("The maximum must not be below the value: numbers up to %(value)d were already handed out."),
+                    value=stored,
+                )
+            elif self.value is not None and self.max_value < self.value:
+                if edited("value", "max_value") == "value":
+                    refuse("value", _("The value must not exceed the maximum (%(max)d)."), max=self.max_value)
+                else:
+                    refuse(
+                        "max_value",
+                        _("The maximum must not be below the value: numbers up to %(value)d were already handed out."),
+                        value=self.value,
+                    )
+        if self.min_value is not None and self.max_value is not None:
+            span = self.max_value - self.min_value + 1
+            if self.min_value >= self.max_value:
+                if edited("max_value", "min_value") == "max_value":
+                    refuse("max_value", _("The maximum must be greater than the minimum."))
+                else:
+                    refuse("min_value", _("The minimum must be less than the maximum."))
+            elif self.step is not None and self.step > span:
+                # One error per field here: an error already on it (numbers handed out) says more.
+                field = edited("step", "max_value", "min_value")
+                if field == "step":
+                    refuse(
+                        "step",
+                        _("The step must not exceed the numbers between minimum and maximum (%(span)d)."),
+                        span=span,
+                    )
+                elif field not in errors:
+                    refuse(
+                        field,
+                        _(
+                            "Minimum and maximum must leave at least as many numbers as the step (%(step)d), "
+                            "not %(span)d."
+                        ),
+                        step=self.step,
+                        span=span,
+                    )
         if errors:
             raise ValidationError(errors)
 

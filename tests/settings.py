@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "django.contrib.staticfiles",
     "django_segment_seq",
     "tests.testapp",
 ]
@@ -80,6 +81,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
 ROOT_URLCONF = "tests.urls"
+STATIC_URL = "/static/"  # the admin's styles, served by the live server of the browser tests
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",

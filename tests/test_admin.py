@@ -1,10 +1,15 @@
-"""The Sequence admin: list, search, validation errors that change nothing, no deletion."""
+"""The Sequence admin: list, search, use figures, errors on the edited field that change nothing, no deletion."""
+
+import datetime
+import re
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 
 from django_segment_seq import next_value
 from django_segment_seq.models import Sequence
+from django_segment_seq.ranges import BIGINT_MAX
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -111,3 +116,91 @@ def test_stale_page_cannot_lower_the_maximum_below_the_stored_value(admin_client
     assert response.status_code == 200
     assert "must not be below the value" in response.content.decode()
     assert Sequence.objects.get(name="s").max_value != 400
+
+
+# What an operator reads: use, "no limit", period fields, and each error on the field that was edited ---------------
+
+
+def aged(name, days, **fields):
+    """A row created `days` ago whose value last moved now."""
+    row = Sequence.objects.create(name=name, **fields)
+    now = timezone.now()
+    Sequence.objects.filter(pk=row.pk).update(created=now - datetime.timedelta(days=days), modified=now)
+    return Sequence.objects.get(pk=row.pk)
+
+
+def cell(page, row_name, column):
+    """The text of one changelist cell, tags stripped."""
+    row = re.search(rf'<tr>(?:(?!</tr>).)*>{re.escape(row_name)}</a>(?:(?!</tr>).)*</tr>', page, re.S).group(0)
+    found = re.search(rf'<td class="field-{column}[^"]*">(.*?)</td>', row, re.S).group(1)
+    return " ".join(re.sub(r"<[^>]+>", " ", found).split())
+
+
+def test_changelist_shows_use_and_when_it_runs_out(admin_client):
+    aged("ticket", 3, step=10, max_value=100_000, value=41_230)
+    aged("order", 3, step=1000, value=5000)
+    aged("coupon", 3, step=10, max_value=1000)
+    page = admin_client.get("/admin/django_segment_seq/sequence/").content.decode()
+    assert cell(page, "ticket", "used") == "41,230 41%"
+    assert cell(page, "ticket", "left") == "58,770"
+    # 41,230 numbers in 3 days is 9.5 a minute; 58,770 more take another 4.28 days.
+    assert cell(page, "ticket", "runs_out") == "in 4 days, 6 hours at its average of 9.5 a minute"
+    assert [cell(page, "order", c) for c in ("max_value_shown", "used", "left", "runs_out")] == [
+        "no limit", "5,000", "no limit", "no limit"
+    ]
+    assert cell(page, "coupon", "runs_out") == "never nothing handed out yet"
+    assert "9223372036854775807" not in page
+
+
+def test_period_column_is_there_only_for_period_rows(admin_client):
+    Sequence.objects.create(name="plain")
+    assert "column-period_shown" not in admin_client.get("/admin/django_segment_seq/sequence/").content.decode()
+    Sequence.objects.create(name="daily@2026-11-22", base_name="daily", period="2026-11-22")
+    page = admin_client.get("/admin/django_segment_seq/sequence/").content.decode()
+    assert cell(page, "daily@2026-11-22", "period_shown") == "2026-11-22"
+    assert cell(page, "plain", "period_shown") == ""
+
+
+def test_change_form_shows_no_limit_for_the_default_maximum(admin_client):
+    row = Sequence.objects.create(name="s", step=10)
+    page = admin_client.get(change_url(row)).content.decode()
+    field = re.search(r'<input type="number" name="max_value"[^>]*>', page).group(0)
+    assert 'placeholder="no limit"' in field and " value=" not in field  # shown empty, not as 9223372036854775807
+    response = admin_client.post(change_url(row), {**form_data(row, step=20), "max_value": ""})
+    assert response.status_code == 302
+    assert Sequence.objects.get(pk=row.pk).max_value == BIGINT_MAX
+
+
+def test_period_fields_show_on_period_rows_only(admin_client):
+    base = Sequence.objects.create(name="daily")
+    period = Sequence.objects.create(name="daily@2026-11-22", base_name="daily", period="2026-11-22")
+    page = admin_client.get(change_url(base)).content.decode()
+    assert "field-base_sequence" not in page and "field-period" not in page
+    page = admin_client.get(change_url(period)).content.decode()
+    assert f'<a href="{change_url(base)}">daily</a>' in page and "2026-11-22" in page
+
+
+@pytest.mark.parametrize(
+    "changes, field, message",
+    [
+        ({"max_value": 50}, "max_value", "must not be below the value: numbers up to 100"),
+        ({"min_value": 2000}, "min_value", "less than the maximum"),
+        ({"min_value": 995}, "min_value", "at least as many numbers as the step (10), not 6"),
+        ({"value": 5000}, "value", "must not exceed the maximum (1000)"),
+        ({"value": 50}, "value", "only move forward"),
+        ({"step": 2000}, "step", "must not exceed the numbers between minimum and maximum (1000)"),
+    ],
+)
+def test_each_error_is_on_the_field_that_was_edited(admin_client, changes, field, message):
+    row = Sequence.objects.create(name="s", step=10, max_value=1000, value=100)
+    response = admin_client.post(change_url(row), form_data(row, **changes))
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == [field]
+    assert message in errors[field][0]
+
+
+def test_use_on_a_refused_form_is_the_stored_row(admin_client):
+    row = Sequence.objects.create(name="s", step=10, max_value=1000, value=100)
+    page = admin_client.post(change_url(row), form_data(row, max_value=50)).content.decode()
+    assert "must not be below the value" in page
+    assert re.search(r"<meter [^>]*value=\"0\.100000\"", page) and "900" in page

@@ -113,7 +113,7 @@ def test_count_beyond_a_whole_cycle_is_refused():
         ({"step": 0}, "step", "at least 1"),
         ({"step": -5}, "step", "at least 1"),
         ({"step": 1001}, "step", "must not exceed the numbers between minimum and maximum (1000)"),
-        ({"min_value": 2000}, "max_value", "greater than the minimum"),
+        ({"min_value": 2000}, "min_value", "less than the maximum"),
         ({"max_value": 5}, "max_value", "must not be below the value"),
         ({"value": 5000}, "value", "must not exceed the maximum"),
     ],
