@@ -151,21 +151,19 @@ def start_worker(name: str, count: int, out: Path) -> None:
     listen()
     went = time.monotonic()
     connect_errors: collections.Counter[str] = collections.Counter()
-    while True:
+    connected: float | None = None
+    while connected is None and time.monotonic() - went <= FIRST_NUMBER_TIMEOUT:
         try:
             hold_django_connection()
-            break
+            connected = time.monotonic()
         except DatabaseError as exc:
             connect_errors[error_kind(exc)] += 1
             connection.close()
-            if time.monotonic() - went > FIRST_NUMBER_TIMEOUT:
-                raise SystemExit(f"no Django connection in {FIRST_NUMBER_TIMEOUT:.0f} s: {exc}") from exc
             time.sleep(RETRY_PAUSE)
-    connected = time.monotonic()
     numbers: list[int] = []
     errors: collections.Counter[str] = collections.Counter()
     first: float | None = None
-    while len(numbers) <= count:
+    while connected is not None and len(numbers) <= count:
         try:
             numbers.append(next_value(name))
         except Exception as exc:  # noqa: BLE001 - counted and reported, as a caller would see it
@@ -177,8 +175,9 @@ def start_worker(name: str, count: int, out: Path) -> None:
         if first is None:
             first = time.monotonic()
     figures = {
-        "connect_seconds": connected - went,
-        "first_number_seconds": None if first is None else first - connected,
+        "connected": connected is not None,
+        "connect_seconds": None if connected is None else connected - went,
+        "first_number_seconds": None if first is None or connected is None else first - connected,
         "gave_up": first is None,
         "errors": dict(errors),
         "connect_errors": dict(connect_errors),
@@ -205,13 +204,17 @@ class Crew:
         self.selector = selectors.DefaultSelector()
         self.pending: list[bytes] = []
         self.heard: list[list[str]] = []
-        for i, command in enumerate(commands):
-            with open(workdir / f"worker{i}.err", "wb") as err:
-                proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=ROOT)
-            self.procs.append(proc)
-            self.pending.append(b"")
-            self.heard.append([])
-            self.selector.register(proc.stdout, selectors.EVENT_READ, i)
+        try:
+            for i, command in enumerate(commands):
+                with open(workdir / f"worker{i}.err", "wb") as err:
+                    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=ROOT)
+                self.procs.append(proc)
+                self.pending.append(b"")
+                self.heard.append([])
+                self.selector.register(proc.stdout, selectors.EVENT_READ, i)
+        except BaseException:
+            self.__exit__()
+            raise
 
     def __enter__(self) -> Crew:
         return self
@@ -366,7 +369,7 @@ def measure_steady(db: str, dbname: str, processes: int, seconds: float, workdir
     create_row(name)
     baseline = count_sessions(dbname)[0] if counted else 0
     busy: list[int] = []
-    idle: list[list[float]] = []
+    idle: dict[str, int] = {}
     with Crew(commands, workdir) as crew:
         crew.wait_for("ready", START_TIMEOUT)
         with_django = count_sessions(dbname)[0] if counted else 0
@@ -382,7 +385,7 @@ def measure_steady(db: str, dbname: str, processes: int, seconds: float, workdir
         idle_since = time.monotonic()
         while counted and time.monotonic() < idle_since + IDLE_WAIT:
             time.sleep(0.25)
-            idle.append([round(time.monotonic() - idle_since, 2), count_sessions(dbname)[0] - baseline - processes])
+            idle[f"{time.monotonic() - idle_since:.2f}"] = count_sessions(dbname)[0] - baseline - processes
         crew.finish()
     numbers, figures = collect(outs)
     result: dict[str, Any] = {
@@ -400,7 +403,7 @@ def measure_steady(db: str, dbname: str, processes: int, seconds: float, workdir
     if not counted:
         result["sessions"] = NOT_APPLICABLE
         return result
-    after_idle = int(idle[-1][1])
+    after_idle = list(idle.values())[-1]
     result["sessions"] = {
         "parent": baseline,
         "django_connections": with_django - baseline,
@@ -408,7 +411,7 @@ def measure_steady(db: str, dbname: str, processes: int, seconds: float, workdir
         "extra_while_taking": statistics.median(busy) if busy else None,
         "extra_per_process_while_taking": statistics.median(busy) / processes if busy else None,
         "idle_wait_seconds": IDLE_WAIT,
-        "extra_during_idle": idle,
+        "extra_during_idle": idle,  # seconds since the last worker went idle: extra sessions
         "extra_after_idle": after_idle,
         "extra_per_process_after_idle": after_idle / processes,
     }
@@ -425,21 +428,26 @@ def measure_start(db: str, dbname: str, processes: int, count: int, workdir: Pat
     create_row(name)
     before = count_sessions(dbname)
     peak = list(before)
+    launched = time.monotonic()
     with Crew(commands, workdir) as crew:
         crew.wait_for("ready", START_TIMEOUT)  # imported and set up; no connection yet
+        ready = time.monotonic()
 
         def track_peak() -> None:
             now = count_sessions(dbname)
             peak[0], peak[1] = max(peak[0], now[0]), max(peak[1], now[1])
 
         crew.send("go")
+        went = time.monotonic()
         crew.wait_for("done", PHASE_TIMEOUT, tick=track_peak, every=0.1)
+        finished = time.monotonic()
         held = count_sessions(dbname)  # everything still open, as long-lived web workers keep it
         crew.finish()
     peak = [max(peak[0], held[0]), max(peak[1], held[1])]
     numbers, figures = collect(outs)
     # A process without a number counts as the slowest (null in the JSON when a percentile lands on one).
     firsts = [math.inf if f["gave_up"] else f["first_number_seconds"] for f in figures]
+    connected = sum(1 for f in figures if f["connected"])
     errors = merged(figures, "errors")
     return {
         "applicable": True,
@@ -452,6 +460,7 @@ def measure_start(db: str, dbname: str, processes: int, count: int, workdir: Pat
         "errors_by_kind": errors,
         "processes_with_errors": sum(1 for f in figures if f["errors"]),
         "processes_without_a_number": sum(1 for f in figures if f["gave_up"]),
+        "processes_without_a_django_connection": processes - connected,
         "django_connect_errors": merged(figures, "connect_errors"),
         "retries": summed(figures, "retries"),
         "failures": summed(figures, "failures"),
@@ -461,14 +470,19 @@ def measure_start(db: str, dbname: str, processes: int, count: int, workdir: Pat
         "first_number_seconds": {key: _finite(value) for key, value in (
             ("p50", percentile(firsts, 0.50)), ("p99", percentile(firsts, 0.99)), ("max", max(firsts, default=None))
         )},  # fmt: skip
-        "connect_seconds_p50": percentile([f["connect_seconds"] for f in figures], 0.50),
+        "first_number_seconds_p50_of_processes_with_one": percentile([t for t in firsts if not math.isinf(t)], 0.50),
+        "connect_seconds_p50": _finite(percentile([_or_inf(f["connect_seconds"]) for f in figures], 0.50)),
+        "startup_seconds": ready - launched,
+        "run_seconds": finished - went,
         "sessions": {
             "on_database_before": before[0],
             "on_server_before": before[1],
             "peak_on_database": peak[0],
             "peak_on_server": peak[1],
             "on_database_at_end": held[0],
-            "extra_per_process_at_end": (held[0] - before[0] - processes) / processes,
+            # Less the parent's and the Django connections the workers got (some may have got none).
+            "extra_at_end": held[0] - before[0] - connected,
+            "extra_per_process_at_end": (held[0] - before[0] - connected) / processes,
         },
     }
 
@@ -511,7 +525,7 @@ def run(db: str, dbname: str, *, smoke: bool = False, keep: Path | None = None) 
 
 def _commit() -> str | None:
     try:
-        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        done = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=ROOT, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None
@@ -548,16 +562,24 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str]]:
         (f"start, {p} processes: errors raised to callers", f"{start['errors']:,}", "0"),
         ("start: processes with errors / without a number", f"{start['processes_with_errors']} / {start['processes_without_a_number']}", "0 / 0"),
         ("start: error kinds", kinds or "none", ""),
-        ("start: Django connections refused", f"{sum(start['django_connect_errors'].values())}", "0"),
+        ("start: Django connections refused / processes left without one",
+         f"{sum(start['django_connect_errors'].values())} / {start['processes_without_a_django_connection']}", "0 / 0"),
         ("start: retries (lost CAS) / failures (DB errors retried)", f"{start['retries']} / {start['failures']}", ""),
         ("start: background fetch failures", f"{start['background_failures']}", "0"),
         ("start: time to first number p50 / p99 / max, ms",
          " / ".join(_ms(firsts[k], start["first_number_timeout_seconds"]) for k in ("p50", "p99", "max")), ""),
+        ("start: time to first number p50 of processes that got one, ms",
+         _ms(start["first_number_seconds_p50_of_processes_with_one"]), ""),
         ("start: peak sessions on database / server", f"{start['sessions']['peak_on_database']} / {start['sessions']['peak_on_server']}", ""),
-        ("start: extra sessions per process at the end", _num(start["sessions"]["extra_per_process_at_end"]), ""),
+        ("start: extra sessions at the end (per process)",
+         f"{start['sessions']['extra_at_end']} ({_num(start['sessions']['extra_per_process_at_end'])})", ""),
         ("start: numbers / duplicates", f"{start['numbers']:,} / {start['duplicates']}", "dups 0"),
     ]
     return rows
+
+
+def _or_inf(value: float | None) -> float:
+    return math.inf if value is None else value
 
 
 def _finite(value: float | None) -> float | None:
@@ -568,9 +590,11 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _ms(seconds: float | None, timeout: float) -> str:
-    """Milliseconds; None stands for a process that had no number within `timeout`."""
-    return f">{timeout * 1000:,.0f}" if seconds is None else f"{seconds * 1000:,.0f}"
+def _ms(seconds: float | None, timeout: float | None = None) -> str:
+    """Milliseconds; None stands for a process that had no number within `timeout` (or for no figure)."""
+    if seconds is None:
+        return "-" if timeout is None else f">{timeout * 1000:,.0f}"
+    return f"{seconds * 1000:,.0f}"
 
 
 def report(results: dict[str, Any], json_path: str | None = None) -> Path:
