@@ -43,7 +43,8 @@ MAX_IDLE = 1.0
 # Sessions are counted this long after the last worker went idle: twice the idle limit, and a second to spare.
 IDLE_WAIT = 2 * MAX_IDLE + 1.0
 # A start worker that has no number this long after its Django connection gives up (a request would have
-# timed out long before); the run then reports it instead of waiting for a slot that may never free.
+# timed out long before), and one that has its first stops trying after twice as long; the run then reports
+# them instead of waiting for a slot that may never free.
 FIRST_NUMBER_TIMEOUT = 30.0
 # Pace of the steady-state workers: bursts of this many numbers, then a pause (about 20,000 a second).
 BURST, PAUSE = 100, 0.005
@@ -79,7 +80,7 @@ def say(word: str) -> None:
 
 
 def listen() -> None:
-    """Wait for the parent's next line (go, exit); an closed pipe means the parent is gone."""
+    """Wait for the parent's next line (go, exit); a closed pipe means the parent is gone."""
     if not sys.stdin.readline():
         raise SystemExit("parent went away")
 
@@ -168,7 +169,8 @@ def start_worker(name: str, count: int, out: Path) -> None:
             numbers.append(next_value(name))
         except Exception as exc:  # noqa: BLE001 - counted and reported, as a caller would see it
             errors[error_kind(exc)] += 1
-            if first is None and time.monotonic() - connected > FIRST_NUMBER_TIMEOUT:
+            waited = time.monotonic() - connected
+            if waited > (FIRST_NUMBER_TIMEOUT if first is None else 2 * FIRST_NUMBER_TIMEOUT):
                 break
             time.sleep(RETRY_PAUSE)
             continue
@@ -179,6 +181,7 @@ def start_worker(name: str, count: int, out: Path) -> None:
         "connect_seconds": None if connected is None else connected - went,
         "first_number_seconds": None if first is None or connected is None else first - connected,
         "gave_up": first is None,
+        "complete": len(numbers) == count + 1,
         "errors": dict(errors),
         "connect_errors": dict(connect_errors),
         "stats": figures_of(name),
@@ -460,6 +463,7 @@ def measure_start(db: str, dbname: str, processes: int, count: int, workdir: Pat
         "errors_by_kind": errors,
         "processes_with_errors": sum(1 for f in figures if f["errors"]),
         "processes_without_a_number": sum(1 for f in figures if f["gave_up"]),
+        "processes_short_of_numbers": sum(1 for f in figures if not f["complete"] and not f["gave_up"]),
         "processes_without_a_django_connection": processes - connected,
         "django_connect_errors": merged(figures, "connect_errors"),
         "retries": summed(figures, "retries"),
@@ -560,7 +564,9 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str]]:
     firsts = start["first_number_seconds"]
     rows += [
         (f"start, {p} processes: errors raised to callers", f"{start['errors']:,}", "0"),
-        ("start: processes with errors / without a number", f"{start['processes_with_errors']} / {start['processes_without_a_number']}", "0 / 0"),
+        ("start: processes with errors / without a number / short of numbers",
+         f"{start['processes_with_errors']} / {start['processes_without_a_number']} / {start['processes_short_of_numbers']}",
+         "0 / 0 / 0"),
         ("start: error kinds", kinds or "none", ""),
         ("start: Django connections refused / processes left without one",
          f"{sum(start['django_connect_errors'].values())} / {start['processes_without_a_django_connection']}", "0 / 0"),

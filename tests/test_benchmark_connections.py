@@ -44,6 +44,7 @@ def test_connections_smoke_run_reports_sessions_and_repeats_nothing(tmp_path):
         assert sessions["parent"] == 1 and sessions["django_connections"] == 4
         assert sessions["extra_per_process_after_idle"] >= 0 and sessions["extra_while_taking_samples"]
         assert start["applicable"] is True and start["processes"] == 4
+        assert start["processes_without_a_number"] == 0 and start["processes_short_of_numbers"] == 0
         assert start["numbers"] == 4 * start["numbers_per_process"] and start["duplicates"] == 0
         assert set(start["first_number_seconds"]) == {"p50", "p99", "max"}
         assert {"retries", "failures", "background_failures", "errors_by_kind"} <= set(start)
