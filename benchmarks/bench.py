@@ -415,7 +415,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks that every part runs")
     parser.add_argument("--json", help="where to write the figures (default benchmarks/results-DB.json)")
     parser.add_argument("--processes", type=int, default=4)
-    parser.add_argument("--only", help="comma-separated parts to run, printed as JSON (no table, no file)")
+    parser.add_argument("--only", help="comma-separated parts to run, printed as JSON (no table, no file); "
+                        "'connections' (never run by default) prints its table and writes results-connections-DB.json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--dbname", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
@@ -443,6 +444,11 @@ def main() -> None:
             "bulk": lambda: bench_bulk(args.smoke),
             "steady": lambda: bench_steady(args.smoke),
         }
+        if args.only and "connections" in args.only.split(","):
+            # Starts up to 96 processes, so only when asked for by name; it prints and writes its own report.
+            from benchmarks import connections
+
+            parts["connections"] = lambda: connections.run(args.db, str(connection.settings_dict["NAME"]), smoke=args.smoke)
         for part, run in parts.items():
             if not args.only or part in args.only.split(","):
                 results[part] = run()
@@ -455,7 +461,10 @@ def main() -> None:
         connection.close()
         connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.only:
-        print(json.dumps({k: v for k, v in results.items() if k in args.only.split(",")}, indent=1))
+        if "connections" in results:
+            connections.report(results.pop("connections"), args.json)
+        if set(args.only.split(",")) - {"connections"}:
+            print(json.dumps({k: v for k, v in results.items() if k in args.only.split(",")}, indent=1))
         return
     rows = table(args.db, results)
     results["table"] = [list(row) for row in rows]
