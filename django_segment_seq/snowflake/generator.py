@@ -35,8 +35,10 @@ sleep = time.sleep
 ISSUE_SHARE = 0.75
 # The background thread renews every lease this often, as a share of the lease time (4 tries before the stop).
 RENEW_SHARE = 1 / 6
-# After a failed foreground renewal, callers get the error without a new round trip for this long.
+# After a failed attempt to take a lease, callers get the same error without a new round trip for this long.
 RETRY_PAUSE = 1.0
+# Shortest pause between two renewal rounds of the background thread.
+MIN_RENEW_PAUSE = 0.2
 
 
 class Generator:
@@ -93,9 +95,7 @@ class Generator:
             now = (now_ns - self._epoch_ns) // self._unit_ns
             if now > self._last:
                 if self._epoch_ms + (now + 1) * layout.unit_ms - 1 > self._ceiling_ms:
-                    self._foreground_lease()  # the clock jumped past what the row covers
-                    if self._epoch_ms + (now + 1) * layout.unit_ms - 1 > self._ceiling_ms:
-                        raise WorkerLeaseExpired(layout.name, self._worker_id(), "the clock is past the lease's time ceiling")
+                    self._foreground_lease()  # the clock jumped past what the row covers: raises
                 if not 0 <= now <= layout.max_time:
                     raise SequenceMisconfigured(
                         f"snowflake:{layout.name}",
@@ -118,32 +118,31 @@ class Generator:
             sleep(max(behind_ns, 0) / 1e9)
             now_ns = wall_ns()
 
-    def _worker_id(self) -> int | None:
-        return None if self.lease is None else self.lease.worker_id
-
     # --- the lease ------------------------------------------------------------------------------
 
     def _foreground_lease(self) -> None:
-        """Renew or take the lease in the caller (lock held): no lease yet, past the deadline, or past the ceiling."""
+        """Called with the lock held when no id may be issued on the current lease.
+
+        Without a lease (first id, or the row was taken) the caller takes one itself. With a lease past
+        its deadline or its time ceiling, the caller is refused at once and the background thread is
+        woken: a caller never waits on the database while a lease it may no longer use is still its own.
+        """
         started = monotonic()
+        if self.lease is not None:
+            _renewer.wake()
+            if started >= self._deadline:
+                detail = f"no renewal succeeded for {self.ttl * ISSUE_SHARE:.1f} s of the {self.ttl:g} s lease"
+            else:
+                detail = "the clock is past the time ceiling written on the lease; renewing"
+            raise WorkerLeaseExpired(self.layout.name, self.lease.worker_id, detail)
         if started < self._retry_after and self._failure is not None:
             raise self._failure
         wall_ms = wall_ns() // 1_000_000
+        alias = leases.lease_database()
         try:
-            if self.lease is not None:
-                ceiling_ms = self._next_ceiling(wall_ms)
-                if leases.renew(self.lease, self._ttl_ms, ceiling_ms):
-                    self._renewed(started, ceiling_ms)
-                    return
-                logger.warning("Snowflake %s: worker id %s was taken by another process", self.layout.name, self.lease.worker_id)
-                self._drop_lease()
-            alias = leases.lease_database()
             lease = leases.acquire(self.layout, alias, self._ttl_ms, self.max_workers, wall_ms)
         except DatabaseError as exc:
-            if self.lease is not None:
-                failure: SnowflakeError = WorkerLeaseExpired(self.layout.name, self.lease.worker_id, f"database error: {exc}")
-            else:
-                failure = SequenceUnavailable(f"snowflake:{self.layout.name}", leases.lease_database(), 1, exc)
+            failure = SequenceUnavailable(f"snowflake:{self.layout.name}", alias, 1, exc)
             self._fail(failure)
             raise failure from exc
         except SnowflakeError as exc:
@@ -218,6 +217,7 @@ class _Renewer:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._interval = math.inf
         self.paused = False
@@ -228,22 +228,33 @@ class _Renewer:
             if self._thread is not None or self.paused:
                 return
             self._stop = threading.Event()
-            self._thread = threading.Thread(target=self._run, args=(self._stop,), name="snowflake-leases", daemon=True)
+            self._wake = threading.Event()
+            self._thread = threading.Thread(target=self._run, args=(self._stop, self._wake), name="snowflake-leases", daemon=True)
             self._thread.start()
 
-    def _run(self, stop: threading.Event) -> None:
-        while not stop.wait(self._interval):
+    def wake(self) -> None:
+        """Renew now rather than at the next interval (a caller was refused)."""
+        self._wake.set()
+
+    def _run(self, stop: threading.Event, wake: threading.Event) -> None:
+        while not stop.is_set():
+            wake.wait(self._interval)
+            wake.clear()
+            if stop.is_set():
+                return
             for generator in list(_generators.values()):
                 try:
                     generator.renew_in_background()
                 except Exception:  # noqa: BLE001 - the thread must outlive one bad renewal; the deadline guards ids
                     logger.exception("Snowflake lease renewal failed")
+            stop.wait(min(MIN_RENEW_PAUSE, self._interval))  # refused callers wake it often; the database is spared
 
     def stop(self, pause: bool = True) -> None:
         with self._lock:
             self.paused = pause
             thread, self._thread = self._thread, None
             self._stop.set()
+            self._wake.set()
             self._interval = math.inf
         if thread is not None and thread is not threading.current_thread():
             thread.join(2)
@@ -251,6 +262,7 @@ class _Renewer:
     def after_fork(self) -> None:
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread = None
         self._interval = math.inf
         self.paused = False

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from django_segment_seq import SequenceField, SequenceManager
+from django_segment_seq import SequenceField, SequenceManager, SnowflakeField
 
 
 class Order(models.Model):
@@ -63,4 +63,12 @@ class Payment(models.Model):
 
 class Parcel(models.Model):
     code = SequenceField("parcel", format="P{value:06d}", primary_key=True)
+    note = models.CharField(max_length=50, blank=True)
+
+
+class Event(models.Model):
+    """Keyed by a Snowflake id, with a second one that fits a JavaScript number."""
+
+    id = SnowflakeField(primary_key=True)
+    public_id = SnowflakeField(layout="js53", unique=True)
     note = models.CharField(max_length=50, blank=True)
