@@ -137,7 +137,8 @@ class Generator:
             raise WorkerLeaseExpired(self.layout.name, self.lease.worker_id, detail)
         if started < self._retry_after and self._failure is not None:
             raise self._failure
-        wall_ms = wall_ns() // 1_000_000
+        # The row's time ceiling must cover the whole tick of the latest id made before the next renewal.
+        wall_ms = wall_ns() // 1_000_000 + self.layout.unit_ms
         alias = leases.lease_database()
         try:
             lease = leases.acquire(self.layout, alias, self._ttl_ms, self.max_workers, wall_ms)
@@ -172,7 +173,8 @@ class Generator:
         self._counter = self._max_counter
 
     def _next_ceiling(self, wall_ms: int) -> int:
-        return max(self._ceiling_ms, wall_ms + self._ttl_ms)
+        """The time ceiling a renewal writes: the lease time ahead, plus a tick (an id's time is its tick's start)."""
+        return max(self._ceiling_ms, wall_ms + self._ttl_ms + self.layout.unit_ms)
 
     def _renewed(self, started: float, ceiling_ms: int) -> None:
         self._deadline = max(self._deadline, started + self.ttl * ISSUE_SHARE)

@@ -66,7 +66,11 @@ def owner_label() -> str:
 
 
 def acquire(layout: Layout, alias: str, ttl_ms: int, max_workers: int, wall_ms: int) -> Lease:
-    """Take a free worker id: an expired row by a version-checked UPDATE, else a missing one by INSERT."""
+    """Take a free worker id: an expired row by a version-checked UPDATE, else a missing one by INSERT.
+
+    `wall_ms` is the latest time (by this host's clock) the first ids may carry; the row's time ceiling
+    becomes `ttl_ms` past it, or past the previous holder's ceiling when that is later.
+    """
     token = uuid.uuid4().hex
     owner = owner_label()
     with pool.borrow(alias) as connection:
