@@ -9,13 +9,13 @@ and all variants are measured side by side (interleaved rounds, medians), then p
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
 import subprocess
 import sys
 import threading
-import itertools
 import time
 import uuid
 from pathlib import Path
@@ -28,11 +28,11 @@ from benchmarks.bench import _version, setup_django  # noqa: E402 - after the pa
 
 SIZES = {
     # name: (full run, smoke run)
-    "inprocess_ids": (2_000_000, 20_000),
-    "inprocess_rounds": (5, 2),
+    "inprocess_burst": (100_000, 10_000),
+    "inprocess_bursts": (20, 2),
     "js53_ids": (40_000, 2_000),
     "per_process": (250_000, 5_000),
-    "create_rows": (500, 20),
+    "create_rows": (300, 20),
     "create_rounds": (5, 2),
     "bulk_rows": (50_000, 3_000),
     "bulk_batch": (1_000, 1_000),
@@ -122,10 +122,14 @@ def run_processes(args: argparse.Namespace, kind: str, tmp: Path) -> dict[str, A
 
 
 def bench_inprocess(smoke: bool) -> dict[str, Any]:
-    """Ids per second from one thread, each way interleaved with the others per round; median of rounds."""
-    from django_segment_seq import next_snowflake
+    """Ids per second from one thread: short bursts of each way in rotating order, median of the bursts.
 
-    n = size("inprocess_ids", smoke)
+    Many short interleaved bursts give every way the same moments of a shared machine.
+    """
+    from django_segment_seq import next_snowflake
+    from django_segment_seq.snowflake import leases
+
+    n = size("inprocess_burst", smoke)
     ways = dict(takers())
     lock, counter = threading.Lock(), itertools.count()
 
@@ -136,14 +140,20 @@ def bench_inprocess(smoke: bool) -> dict[str, Any]:
     ways["bare lock+counter"] = bare
     for take in ways.values():
         take()  # the lease and the first range before the clock starts
+    trips_before = leases.round_trips
     rates: dict[str, list[float]] = {name: [] for name in ways}
-    for _ in range(size("inprocess_rounds", smoke)):
-        for name, take in ways.items():
+    names = list(ways)
+    for burst in range(size("inprocess_bursts", smoke)):
+        for name in names[burst % len(names) :] + names[: burst % len(names)]:
+            take = ways[name]
             started = time.perf_counter()
             for _ in range(n):
                 take()
             rates[name].append(n / (time.perf_counter() - started))
     out: dict[str, Any] = {name: statistics.median(r) for name, r in rates.items()}
+    out["best"] = {name: max(r) for name, r in rates.items()}
+    out["snowflake_ids"] = n * len(rates["snowflake"])
+    out["snowflake_round_trips"] = leases.round_trips - trips_before  # renewals only, every LEASE/6 seconds
     # js53 makes at most 16,384 ids a second per process by design; this shows the cap holds, not speed.
     js = size("js53_ids", smoke)
     next_snowflake(layout="js53")
@@ -205,9 +215,12 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     inproc, procs, create, bulk = r["inprocess"], r["processes"], r["create"], r["bulk"]
     snow = procs["snowflake"]
     rows = [
-        ("next_snowflake() ids/s, 1 process", f"{inproc['snowflake']:,.0f}", ">= 1,000,000",
+        ("next_snowflake() ids/s, 1 process (median burst)", f"{inproc['snowflake']:,.0f}", ">= 1,000,000",
          "ok" if inproc["snowflake"] >= 1_000_000 else "MISSED"),
-        ("next_value() ids/s, 1 process (cached)", f"{inproc['next_value']:,.0f}", "", ""),
+        ("next_snowflake() ids/s, 1 process (best burst)", f"{inproc['best']['snowflake']:,.0f}", "", ""),
+        (f"database round trips during those {inproc['snowflake_ids']:,} ids", f"{inproc['snowflake_round_trips']}",
+         "0 but renewals", ""),
+        ("next_value() ids/s, 1 process (cached, median burst)", f"{inproc['next_value']:,.0f}", "", ""),
         (f"uuid.{UUID_KIND}() ids/s, 1 process", f"{inproc[UUID_KIND]:,.0f}", "", ""),
         ("bare lock+counter ids/s, 1 process", f"{inproc['bare lock+counter']:,.0f}", "", ""),
         (f"next_snowflake(layout='js53') ids/s over {inproc['js53_ids']:,} ids", f"{inproc['snowflake_js53']:,.0f}",
@@ -253,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         started = time.time()
         results: dict[str, Any] = {"db": args.db, "vendor_version": _version(connection), "smoke": args.smoke,
-                                   "cpus": os.cpu_count(), "uuid": UUID_KIND}  # fmt: skip
+                                   "cpus": os.cpu_count(), "uuid": UUID_KIND,
+                                   "load_average_at_start": os.getloadavg()[0]}  # fmt: skip
         from django_segment_seq.models import Sequence
 
         Sequence.objects.create(name=COMPARED_SEQUENCE, step=1000)
@@ -272,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     results["table"] = [list(row) for row in rows]
     width = max(len(row[0]) for row in rows)
     print(f"\nSnowflake benchmark on {args.db} ({results['vendor_version']}), {os.cpu_count()} CPUs"
-          f"{', smoke size' if args.smoke else ''}, {results['seconds']:.0f} s")  # fmt: skip
+          f"{', smoke size' if args.smoke else ''}, {results['seconds']:.0f} s, "
+          f"load average {results['load_average_at_start']:.1f} at start")  # fmt: skip
     for measure, value, target, verdict in rows:
         print(f"  {measure:<{width}}  {value:>22}  {target:>14}  {verdict}")
     if args.json:

@@ -46,7 +46,7 @@ class Generator:
 
     __slots__ = (
         "layout", "_lock", "_unit_ns", "_epoch_ms", "_epoch_ns", "_tolerance_ns", "ttl", "_ttl_ms", "max_workers",
-        "_max_counter", "lease", "_last", "_counter", "_prefix", "_tick_start", "_tick_end", "_deadline",
+        "_max_counter", "lease", "_last", "_counter", "_prefix", "_until", "_deadline",
         "_ceiling_ms", "_retry_after", "_failure",
     )  # fmt: skip
 
@@ -67,7 +67,9 @@ class Generator:
         self._last = -1  # tick of the last id
         self._counter = layout.max_counter  # "used up": the next id needs a later tick
         self._prefix = 0  # (last tick << time shift) | (worker id << worker shift)
-        self._tick_start = self._tick_end = 0  # the last tick as wall-clock nanoseconds [start, end)
+        # Monotonic time until which the fast path may count on in the last tick: the end of the tick
+        # (mapped from the wall clock when it began) or the lease deadline, whichever is first.
+        self._until = -math.inf
         self._deadline = -math.inf  # monotonic time after which no id is issued without a renewal
         self._ceiling_ms = -1  # ids carry times up to this (Unix ms), as written to the lease row
         self._retry_after = -math.inf
@@ -77,17 +79,21 @@ class Generator:
 
     def take(self) -> int:
         with self._lock:
-            now = wall_ns()
-            if self._tick_start <= now < self._tick_end and monotonic() < self._deadline:
+            if monotonic() < self._until:
                 counter = self._counter + 1
                 if counter <= self._max_counter:
                     self._counter = counter
                     return self._prefix | counter
-            return self.take_slow(now)
+            return self.take_slow()
 
-    def take_slow(self, now_ns: int) -> int:
-        """A new tick, a used-up counter, a clock behind the last id, or a lease to take or renew (lock held)."""
+    def take_slow(self) -> int:
+        """A new tick, a used-up counter, a clock behind the last id, or a lease to take or renew (lock held).
+
+        The wall clock is read here, once per tick at most when ids flow; within a tick the fast path only
+        reads the monotonic clock, so a wall clock step is seen at the next tick.
+        """
         layout = self.layout
+        now_ns = wall_ns()
         while True:
             if monotonic() >= self._deadline:
                 self._foreground_lease()
@@ -104,8 +110,8 @@ class Generator:
                     )
                 self._last = now
                 self._counter = 0
-                self._tick_start = self._epoch_ns + now * self._unit_ns
-                self._tick_end = self._tick_start + self._unit_ns
+                tick_left = (self._epoch_ns + (now + 1) * self._unit_ns - now_ns) / 1e9
+                self._until = min(monotonic() + tick_left, self._deadline)
                 self._prefix = (now << layout.time_shift) | (self.lease.worker_id << layout.worker_shift)
                 return self._prefix
             if now == self._last and self._counter < self._max_counter:
@@ -163,13 +169,14 @@ class Generator:
         # A new worker id: start at a tick after both our last id and the previous holder's.
         self._last = max(self._last, floor)
         self._counter = self._max_counter
+        self._until = -math.inf
         self._ceiling_ms = lease.ceiling_ms
         self._deadline = started + self.ttl * ISSUE_SHARE
         _renewer.ensure_running(self.ttl * RENEW_SHARE)
 
     def _drop_lease(self) -> None:
         self.lease = None
-        self._deadline = -math.inf
+        self._deadline = self._until = -math.inf
         self._counter = self._max_counter
 
     def _next_ceiling(self, wall_ms: int) -> int:
@@ -286,18 +293,17 @@ def generator_for(layout: str) -> Generator:
 
 def next_snowflake(*, layout: str = "classic") -> int:
     """A new id of `layout` ("classic": 63 bits; "js53": below 2**53): unique, and increasing within the process."""
-    # Generator.take, inlined: one lock, two clock readings and a counter while the tick lasts.
+    # Generator.take, inlined: one lock, one monotonic clock reading and a counter while the tick lasts.
     generator = _generators.get(layout)
     if generator is None:
         generator = generator_for(layout)
     with generator._lock:
-        now = wall_ns()
-        if generator._tick_start <= now < generator._tick_end and monotonic() < generator._deadline:
+        if monotonic() < generator._until:
             counter = generator._counter + 1
             if counter <= generator._max_counter:
                 generator._counter = counter
                 return generator._prefix | counter
-        return generator.take_slow(now)
+        return generator.take_slow()
 
 
 def release_worker_leases() -> None:

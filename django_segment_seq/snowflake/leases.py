@@ -28,6 +28,9 @@ TAKE_ROUNDS = 20
 # Free worker ids tried per round: a few of the lowest, so the table stays small and racers spread out.
 TRIES_PER_ROUND = 3
 
+# Lease statements this process sent (take, renew, release), for benchmarks that count round trips.
+round_trips = 0
+
 
 @dataclass(frozen=True)
 class Lease:
@@ -71,12 +74,14 @@ def acquire(layout: Layout, alias: str, ttl_ms: int, max_workers: int, wall_ms: 
     `wall_ms` is the latest time (by this host's clock) the first ids may carry; the row's time ceiling
     becomes `ttl_ms` past it, or past the previous holder's ceiling when that is later.
     """
+    global round_trips
     token = uuid.uuid4().hex
     owner = owner_label()
     with pool.borrow(alias) as connection:
         sql = statements(connection)
         with connection.cursor() as cursor:
             for _round in range(TAKE_ROUNDS):
+                round_trips += 1
                 cursor.execute(sql.select_rows, [layout.name])
                 rows = [row for row in cursor.fetchall() if row[0] < max_workers]
                 if rows:
@@ -90,6 +95,7 @@ def acquire(layout: Layout, alias: str, ttl_ms: int, max_workers: int, wall_ms: 
                 free.sort(key=lambda row: row[2] > wall_ms)
                 for worker_id, _expires, floor_ms, version, _now in free[:TRIES_PER_ROUND]:
                     ceiling_ms = max(floor_ms, wall_ms) + ttl_ms
+                    round_trips += 1
                     cursor.execute(
                         sql.take_expired, [owner, token, ceiling_ms, ttl_ms, layout.name, worker_id, version]
                     )
@@ -99,6 +105,7 @@ def acquire(layout: Layout, alias: str, ttl_ms: int, max_workers: int, wall_ms: 
                 missing = [worker_id for worker_id in range(max_workers) if worker_id not in present]
                 for worker_id in random.sample(missing[: TRIES_PER_ROUND * 2], min(len(missing), TRIES_PER_ROUND)):
                     ceiling_ms = wall_ms + ttl_ms
+                    round_trips += 1
                     cursor.execute(sql.insert_if_missing, [layout.name, worker_id, owner, token, ttl_ms, ceiling_ms])
                     if cursor.rowcount == 1:
                         return Lease(layout.name, worker_id, token, alias, 0, ceiling_ms)
@@ -113,6 +120,8 @@ def acquire(layout: Layout, alias: str, ttl_ms: int, max_workers: int, wall_ms: 
 
 def renew(lease: Lease, ttl_ms: int, ceiling_ms: int) -> bool:
     """Push the lease's expiry `ttl_ms` past the database's now; False when the row is no longer ours."""
+    global round_trips
+    round_trips += 1
     with pool.borrow(lease.alias) as connection:
         with connection.cursor() as cursor:
             cursor.execute(statements(connection).renew, [ttl_ms, ceiling_ms, lease.layout, lease.worker_id, lease.token])
@@ -121,6 +130,8 @@ def renew(lease: Lease, ttl_ms: int, ceiling_ms: int) -> bool:
 
 def release(lease: Lease, ceiling_ms: int) -> None:
     """Free the worker id at once, leaving the time of our last id for the next holder to start after."""
+    global round_trips
+    round_trips += 1
     with pool.borrow(lease.alias) as connection:
         with connection.cursor() as cursor:
             cursor.execute(statements(connection).release, [ceiling_ms, lease.layout, lease.worker_id, lease.token])
