@@ -254,15 +254,17 @@ def test_used_up_counter_waits_for_the_next_tick(leases, fake_clock, layout):
 
 def test_no_ids_after_the_lease_deadline_without_renewal(leases):
     with snowflake_settings(SNOWFLAKE_LEASE_SECONDS=1):
-        started = time.monotonic()
         next_snowflake()
+        started = time.monotonic()  # after the lease was taken: the deadline is at most 0.75 s from here
         generator._renewer.stop(pause=True)
+        last_ok = started
+        give_up = started + 30
         with pytest.raises(WorkerLeaseExpired) as raised:
-            while True:
+            while time.monotonic() < give_up:
+                before = time.monotonic()
                 next_snowflake()
-        stopped = time.monotonic() - started
-        assert stopped < 1.0  # before the database would free the worker id
-        assert stopped >= 0.75 * 1 - 0.05
+                last_ok = before
+        assert last_ok - started < 0.75  # no call that began after the deadline got an id
         assert raised.value.worker_id == generator.held_worker_ids()["classic"]
         # Renewals back: the same lease is renewed (nobody took it) and ids resume.
         generator._renewer.stop(pause=False)
@@ -275,6 +277,7 @@ def test_no_ids_after_the_lease_deadline_without_renewal(leases):
             except WorkerLeaseExpired:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
+        assert generator.held_worker_ids()["classic"] == raised.value.worker_id
 
 
 # --- many processes -------------------------------------------------------------------------------
@@ -313,18 +316,19 @@ def test_lease_expiry_and_takeover(leases, workers):
         with pytest.raises(WorkerIdsExhausted, match="1 leases are live"):
             next_snowflake()
     # The holder cannot renew: it stops issuing before its lease expires, and then another process takes it.
-    word, stopped_after, stopped_at_ms = holder.line()
-    assert word == "stopped" and float(stopped_after) < 3.0
+    word, last_ok = holder.line()
+    assert word == "stopped" and float(last_ok) < 0.75 * 3
     assert successor.line()[0] == "done"
     holder.finish()
     successor.finish()
     old_worker, old_ids = holder.ids()
     new_worker, new_ids = successor.ids()
     assert old_worker == new_worker == 0
-    assert max(parse_snowflake(v).instant for v in old_ids) < min(parse_snowflake(v).instant for v in new_ids)
+    old_last = max(parse_snowflake(v).instant for v in old_ids)
+    assert old_last < min(parse_snowflake(v).instant for v in new_ids)
     assert_unique(old_ids + new_ids)
     row = WorkerLease.objects.get(layout="classic", worker_id=0)
-    assert row.acquired_ms > int(stopped_at_ms) - 50  # taken only after the holder had stopped
+    assert row.acquired_at > old_last  # taken over only after the holder's last id
 
 
 def test_all_worker_ids_leased_is_a_named_error_with_the_count(leases, workers):
