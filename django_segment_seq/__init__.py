@@ -11,6 +11,11 @@ from .exceptions import (
     SequenceUnavailable,
 )
 from .fields import SequenceField
+from .snowflake.exceptions import ClockMovedBackwards, SnowflakeError, WorkerIdsExhausted, WorkerLeaseExpired
+from .snowflake.fields import SnowflakeField
+from .snowflake.generator import next_snowflake, release_worker_leases
+from .snowflake.layouts import SnowflakeParts, parse_snowflake
+from .snowflake.leases import live_worker_leases
 
 __all__ = [
     "SequenceField",
@@ -29,4 +34,14 @@ __all__ = [
     "SequenceUnavailable",
     "SequenceNotFound",
     "SequenceMisconfigured",
+    "SnowflakeField",
+    "next_snowflake",
+    "parse_snowflake",
+    "SnowflakeParts",
+    "live_worker_leases",
+    "release_worker_leases",
+    "SnowflakeError",
+    "WorkerLeaseExpired",
+    "WorkerIdsExhausted",
+    "ClockMovedBackwards",
 ]

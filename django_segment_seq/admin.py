@@ -24,6 +24,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .models import Sequence
 from .ranges import BIGINT_MAX
+from .snowflake.models import WorkerLease
 from .usage import HORIZON, has_limit, usage
 
 NO_LIMIT = _("no limit")
@@ -268,3 +269,28 @@ def pace_text(pace: float | None) -> str:
     else:
         shown = number_format(round(count, 1), decimal_pos=1)
     return text % {"count": shown}
+
+
+@admin.register(WorkerLease)
+class WorkerLeaseAdmin(admin.ModelAdmin):
+    """Read-only: leases are taken, renewed and released by the processes; an edit could hand one worker id to two."""
+
+    list_display = ["layout", "worker_id", "owner", "is_live", "acquired_at", "renewed_at", "expires_at"]
+    list_filter = ["layout"]
+    search_fields = ["owner"]
+    ordering = ["layout", "worker_id"]
+
+    @admin.display(boolean=True, description=_("live (by this server's clock)"))
+    def is_live(self, obj: WorkerLease) -> bool:
+        from django.utils import timezone
+
+        return obj.expires_at is not None and obj.expires_at > timezone.now()
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

@@ -23,6 +23,10 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "ADAPTIVE_STEP": (bool,),
     "MAX_STEP": (int,),
     "STEP_TARGET_SECONDS": (int, float),
+    "SNOWFLAKE_EPOCH_MS": (int,),
+    "SNOWFLAKE_LEASE_SECONDS": (int, float),
+    "SNOWFLAKE_CLOCK_TOLERANCE": (int, float),
+    "SNOWFLAKE_MAX_WORKERS": (int, type(None)),
 }
 # Smallest and largest accepted values of numeric keys (others: not negative).
 _BOUNDS: dict[str, tuple[float, float | None]] = {
@@ -31,6 +35,9 @@ _BOUNDS: dict[str, tuple[float, float | None]] = {
     "PREFETCH_AT": (0, 1),
     "STEP_TARGET_SECONDS": (0.001, None),
     "LOCK_TIMEOUT": (0.001, None),
+    "SNOWFLAKE_LEASE_SECONDS": (1, None),
+    "SNOWFLAKE_CLOCK_TOLERANCE": (0, 10),
+    "SNOWFLAKE_MAX_WORKERS": (1, 1024),
 }
 
 

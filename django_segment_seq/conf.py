@@ -38,6 +38,14 @@ DEFAULTS: dict[str, Any] = {
     "MAX_STEP": 1_000_000,
     # The adaptive step aims at ranges that last about this many seconds.
     "STEP_TARGET_SECONDS": 60.0,
+    # Snowflake ids count time from this instant, in Unix milliseconds (default 2026-01-01T00:00:00Z).
+    "SNOWFLAKE_EPOCH_MS": 1_767_225_600_000,
+    # A worker id's lease not renewed for this many seconds is free for another process.
+    "SNOWFLAKE_LEASE_SECONDS": 60.0,
+    # A clock found behind the last id by at most this many seconds is waited out; further back raises.
+    "SNOWFLAKE_CLOCK_TOLERANCE": 0.1,
+    # Worker ids a layout hands out, from 0; None means all its worker bits allow (1,024 classic, 256 js53).
+    "SNOWFLAKE_MAX_WORKERS": None,
 }
 
 _cache: dict[str, Any] | None = None

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from .ranges import BIGINT_MAX, BIGINT_MIN
+from .snowflake.models import WorkerLease  # noqa: F401 - the Snowflake worker id leases
 
 NAME_MAX_LENGTH = 100
 

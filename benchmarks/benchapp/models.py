@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from django_segment_seq import SequenceField, SequenceManager
+from django_segment_seq import SequenceField, SequenceManager, SnowflakeField
 
 
 class SeqKeyed(models.Model):
@@ -31,4 +31,21 @@ class CounterBulk(models.Model):
     """Keys from a plain in-memory counter: the floor cost of sending a key column."""
 
     id = models.BigIntegerField(primary_key=True)
+    note = models.CharField(max_length=20)
+
+
+def new_uuid():
+    """uuid7 (time-ordered) where the interpreter has it, else uuid4: the UUID key the Snowflake benchmark compares with."""
+    import uuid
+
+    return getattr(uuid, "uuid7", uuid.uuid4)()
+
+
+class SnowflakeKeyed(models.Model):
+    id = SnowflakeField(primary_key=True)
+    note = models.CharField(max_length=20)
+
+
+class UUIDKeyed(models.Model):
+    id = models.UUIDField(primary_key=True, default=new_uuid)
     note = models.CharField(max_length=20)

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from django_segment_seq import SequenceField, SequenceManager
+from django_segment_seq import SequenceField, SequenceManager, SnowflakeField
 
 
 class Order(models.Model):
@@ -110,3 +110,11 @@ class FiscalInvoice(models.Model):
 
 class ShiftTicket(models.Model):
     code = SequenceField("shift-ticket", format="S{period}-{value:04d}", reset=shift_period, unique=True)
+
+
+class Event(models.Model):
+    """Keyed by a Snowflake id, with a second one that fits a JavaScript number."""
+
+    id = SnowflakeField(primary_key=True)
+    public_id = SnowflakeField(layout="js53", unique=True)
+    note = models.CharField(max_length=50, blank=True)

@@ -1,0 +1,67 @@
+"""SnowflakeField: a BigIntegerField filled with a Snowflake id when its row is first inserted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core import checks
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from .generator import next_snowflake
+from .layouts import LAYOUTS
+
+
+def filled_at_save() -> None:
+    """The default of a primary-key SnowflakeField: nothing until save() takes an id."""
+    return None
+
+
+class SnowflakeField(models.BigIntegerField):
+    """Time-ordered ids from this process's leased worker id; a value set by the caller is kept, updates never change it."""
+
+    description = _("Time-ordered Snowflake id")
+
+    def __init__(self, *args: Any, layout: str = "classic", **kwargs: Any) -> None:
+        self.layout = layout
+        kwargs.setdefault("blank", True)
+        if kwargs.get("primary_key") and "default" not in kwargs:
+            # A primary key with a default makes save() INSERT at once instead of trying an UPDATE first.
+            kwargs["default"] = filled_at_save
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        if kwargs.get("blank") is True:
+            del kwargs["blank"]
+        else:
+            kwargs["blank"] = False
+        if kwargs.get("default") is filled_at_save:
+            del kwargs["default"]
+        if self.layout != "classic":
+            kwargs["layout"] = self.layout
+        return name, "django_segment_seq.snowflake.fields.SnowflakeField", args, kwargs
+
+    def get_pk_value_on_save(self, instance: models.Model) -> int:
+        """Give a new primary key its id before Django decides between INSERT and UPDATE, and before bulk_create."""
+        return next_snowflake(layout=self.layout)
+
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        value = getattr(model_instance, self.attname)
+        if add and value is None:
+            value = next_snowflake(layout=self.layout)
+            setattr(model_instance, self.attname, value)
+        return value
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        errors = super().check(**kwargs)
+        if not isinstance(self.layout, str) or self.layout not in LAYOUTS:
+            errors.append(
+                checks.Error(
+                    f"SnowflakeField layout={self.layout!r} is unknown.",
+                    hint=f"Use one of {', '.join(repr(name) for name in sorted(LAYOUTS))}.",
+                    obj=self,
+                    id="django_segment_seq.E030",
+                )
+            )
+        return errors
