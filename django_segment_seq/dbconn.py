@@ -175,7 +175,7 @@ def _detach_socket(connection: BaseDatabaseWrapper) -> None:
     when the object is freed) goes nowhere instead of ending the parent's session.
     """
     raw: Any = connection.connection
-    if raw is None:
+    if raw is None or connection.vendor == "sqlite":
         return
     try:
         fd = raw.fileno() if connection.vendor == "mysql" else raw.pgconn.socket
@@ -190,5 +190,19 @@ def _detach_socket(connection: BaseDatabaseWrapper) -> None:
         os.close(devnull)
 
 
+def _forget_inherited_django_connections() -> None:
+    """In a fork child: Django's connections of the forking thread are the parent's sessions too.
+
+    Their sockets are pointed at /dev/null and, outside a transaction, the wrappers let go of them,
+    so Django reconnects on demand in the child and nothing the child does or frees at exit can end
+    or corrupt the parent's sessions.
+    """
+    for connection in connections.all(initialized_only=True):
+        _detach_socket(connection)
+        if connection.connection is not None and not connection.in_atomic_block and connection.vendor != "sqlite":
+            connection.connection = None
+
+
 pool = ConnectionPool()
 os.register_at_fork(after_in_child=pool.forget_after_fork)
+os.register_at_fork(after_in_child=_forget_inherited_django_connections)

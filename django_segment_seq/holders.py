@@ -2,10 +2,11 @@
 
 Only then may a block be taken inside that transaction: a row another transaction held for a
 moment must never pull numbers into the caller's transaction, where a rollback would give them back.
-PostgreSQL answers exactly (see statements.CALLER_HOLDS_ROW). MariaDB cannot tell which rows a
-transaction locked, so the statements a caller's atomic block sends are watched: one that writes
-or locks the Sequence table marks that block, until it commits or rolls back. SQLite's single
-write lock is the sqlite module's business.
+The statements a caller's atomic block sends are watched: one that writes or locks the Sequence
+table marks the rows it names (or the whole table when it names none, as an update by primary key
+does) until the block commits or rolls back. PostgreSQL can also answer exactly for rows written or
+locked outside a savepoint (see statements.CALLER_HOLDS_ROW), which covers raw SQL and manual
+transactions. SQLite's single write lock is the sqlite module's business.
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ def caller_holds_row(connection: BaseDatabaseWrapper, name: str) -> bool:
     """Whether the caller's open transaction on `connection` holds row `name` (or SQLite's write lock)."""
     if connection.vendor == "sqlite":
         return sqlite.holds_write_lock(connection)
+    if _marks.get(connection, name) is not None or _marks.get(connection, _TABLE_KEY) is not None:
+        return True
     sql = statements_for(connection).caller_holds_row
-    if sql is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [name])
-            return cursor.fetchone() is not None
-    return _marks.get(connection, _TABLE_KEY) is not None
+    if sql is None:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [name])
+        return cursor.fetchone() is not None
 
 
 def _table_name() -> str:
@@ -46,18 +49,21 @@ def _table_name() -> str:
 
 
 def _watch(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
-    """An execute wrapper: marks the caller's atomic block once it writes or locks the Sequence table."""
+    """An execute wrapper: marks what the caller's atomic block writes or locks of the Sequence table."""
     result = execute(sql, params, many, context)
     connection = context["connection"]
     if connection.in_atomic_block and _table_name() in sql and _WRITES_OR_LOCKS.search(sql):
-        if _marks.get(connection, _TABLE_KEY) is None:
-            _marks.keep(connection, connection.alias, _TABLE_KEY, Held(0, -1))
+        rows = params if many else [params]
+        names = {p for row in rows or () for p in (row or ()) if isinstance(p, str)}
+        for key in names or {_TABLE_KEY}:
+            if _marks.get(connection, key) is None:
+                _marks.keep(connection, connection.alias, key, Held(0, -1))
     return result
 
 
 @receiver(connection_created)
 def _install_watch(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
-    if connection.vendor != "mysql" or _watch in connection.execute_wrappers:
+    if connection.vendor not in ("mysql", "postgresql") or _watch in connection.execute_wrappers:
         return
     # First in the list: execute_wrapper() blocks append and pop at the end.
     connection.execute_wrappers.insert(0, _watch)
