@@ -26,8 +26,16 @@ class FillResult:
     batches: int = 0
 
 
-def count_empty(model: type[models.Model], field_name: str, *, using: str | None = None) -> int:
+def fillable_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
+    """The SequenceField to fill; ValueError for other fields and for a primary key, which is never empty."""
     field = sequence_field(model, field_name)
+    if field.primary_key:
+        raise ValueError(f"{model._meta.label}.{field.name} is the primary key, which is never empty.")
+    return field
+
+
+def count_empty(model: type[models.Model], field_name: str, *, using: str | None = None) -> int:
+    field = fillable_field(model, field_name)
     return model._base_manager.db_manager(using or router.db_for_write(model)).filter(empty_values(field)).count()
 
 
@@ -50,9 +58,7 @@ def fill_empty(
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-    field = sequence_field(model, field_name)
-    if field.primary_key:
-        raise ValueError(f"{model._meta.label}.{field.name} is the primary key, which is never empty.")
+    field = fillable_field(model, field_name)
     alias = using or router.db_for_write(model)
     if sync:
         try:
