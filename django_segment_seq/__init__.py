@@ -11,12 +11,14 @@ from .exceptions import (
     SequenceUnavailable,
 )
 from .fields import SequenceField
+from .sync import sync_sequence
 
 __all__ = [
     "SequenceField",
     "SequenceManager",
     "SequenceQuerySet",
     "fill_sequences",
+    "sync_sequence",
     "wait_for_prefetch",
     "next_value",
     "next_values",
