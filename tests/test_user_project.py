@@ -85,3 +85,10 @@ def test_segment_seq_command_through_manage_py(user_project):
     assert missing.returncode == 1 and "No sequence named 'nosuch'" in missing.stderr
     created = user_project.manage("shell", "-v", "0", "-c", "from shop.models import Customer; print(Customer.objects.create(name='x').number)")
     assert created.check().stdout.strip() == "5001"
+
+
+def test_manage_py_test_runs_on_a_database_of_its_own(user_project):
+    run = user_project.manage("test", "shop", "--noinput", "-v", "2")
+    assert run.returncode == 0, run.output
+    assert "Ran 1 test" in run.stderr and "OK" in run.stderr
+    assert "_test" in run.stderr  # Django's test database, made from the throw-away name and dropped after
