@@ -21,6 +21,8 @@ Progress = Callable[[int, int], None]
 
 @dataclass
 class FillResult:
+    """What fill_empty() did, for the command's summary and for tests."""
+
     filled: int = 0
     skipped: int = 0  # picked as empty, but filled by someone else before this batch's UPDATE: a gap each
     batches: int = 0

@@ -30,11 +30,11 @@ class Command(BaseCommand):
         commands = parser.add_subparsers(dest="subcommand", required=True, metavar="{list,show,set,sync,backfill}")
 
         listing = commands.add_parser("list", help="Every sequence with its per-period rows, and the numbers left.")
-        listing.add_argument("--json", action="store_true", help="Print JSON for scripts.")
+        listing.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
 
         show = commands.add_parser("show", help="One sequence, its periods and this process's figures.")
         show.add_argument("name")
-        show.add_argument("--json", action="store_true", help="Print JSON for scripts.")
+        show.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
 
         tune = commands.add_parser("set", help="Change step, limits or cycle, validated as in the admin.")
         tune.add_argument("name")
@@ -58,7 +58,7 @@ class Command(BaseCommand):
 
     # list, show
 
-    def handle_list(self, *, json: bool = False, **options: Any) -> None:
+    def handle_list(self, *, as_json: bool = False, **options: Any) -> None:
         alias = sequence_database()
         rows = list(Sequence._base_manager.using(alias).order_by("name"))
         groups: dict[str, list[Sequence]] = {row.name: [] for row in rows if row.base_name is None}
@@ -66,7 +66,7 @@ class Command(BaseCommand):
             if row.base_name is not None:
                 groups.setdefault(row.base_name, []).append(row)
         by_name = {row.name: row for row in rows}
-        if json:
+        if as_json:
             listed = []
             for name, periods in sorted(groups.items()):
                 entry = _row_dict(by_name[name]) if name in by_name else {"name": name, "missing": True}
@@ -83,7 +83,7 @@ class Command(BaseCommand):
             table += [_row_cells(row, indent="  ") for row in _newest_first(periods)]
         self._print_table(table)
 
-    def handle_show(self, *, name: str, json: bool = False, **options: Any) -> None:
+    def handle_show(self, *, name: str, as_json: bool = False, **options: Any) -> None:
         alias = sequence_database()
         row = Sequence._base_manager.using(alias).filter(name=name).first()
         if row is None:
@@ -91,7 +91,7 @@ class Command(BaseCommand):
         periods = _newest_first(Sequence._base_manager.using(alias).filter(base_name=name))
         names = {name, *(period.name for period in periods)}
         figures = {key[1]: _stats_dict(stats) for key, stats in sequence_stats().items() if key[0] == alias and key[1] in names}
-        if json:
+        if as_json:
             self._print_json({**_row_dict(row), "periods": [_row_dict(p) for p in periods], "this_process": figures})
             return
         self.stdout.write(f"Sequence {row.name} (database {alias})")
