@@ -16,12 +16,14 @@ from .snowflake.fields import SnowflakeField
 from .snowflake.generator import next_snowflake, release_worker_leases
 from .snowflake.layouts import SnowflakeParts, parse_snowflake
 from .snowflake.leases import live_worker_leases
+from .sync import sync_sequence
 
 __all__ = [
     "SequenceField",
     "SequenceManager",
     "SequenceQuerySet",
     "fill_sequences",
+    "sync_sequence",
     "wait_for_prefetch",
     "next_value",
     "next_values",

@@ -45,6 +45,8 @@ class _SequenceFieldMixin:
         self.reset_rule = Reset(reset, fiscal_year_start)
         self.gapless = gapless
         kwargs.setdefault("blank", True)
+        # Like AutoField, out of forms unless asked for: a number typed in a form collides with a later one.
+        kwargs.setdefault("editable", False)
         if kwargs.get("primary_key") and "default" not in kwargs:
             # A primary key with a default makes save() INSERT at once instead of trying an UPDATE first.
             kwargs["default"] = filled_at_save
@@ -54,6 +56,9 @@ class _SequenceFieldMixin:
             del kwargs["blank"]
         else:
             kwargs["blank"] = False
+        # editable=False is this field's default, so migrations written before it was stay unchanged.
+        if kwargs.pop("editable", True):
+            kwargs["editable"] = True
         if kwargs.get("default") is filled_at_save:
             del kwargs["default"]
         kwargs["sequence_name"] = self.sequence_name

@@ -18,6 +18,9 @@ from django_segment_seq.dbconn import pool
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# The user project's own files (and, later, its own tests) run in its subprocesses, not in this suite.
+collect_ignore = ["userproject"]
+
 
 def pytest_report_header(config: pytest.Config) -> str:
     db = settings.DATABASES["default"]
@@ -189,3 +192,12 @@ def clock(monkeypatch) -> Clock:
     fake = Clock().set("2026-11-22 12:00:00")
     monkeypatch.setattr(formatting, "now", fake)
     return fake
+
+
+@pytest.fixture
+def user_project(tmp_path):
+    """tests/userproject on a database of the backend under test, created for this test and dropped after it."""
+    from tests.user_project import UserProject, throwaway_database
+
+    with throwaway_database(settings.BACKEND, tmp_path) as db_name:
+        yield UserProject(settings.BACKEND, db_name)

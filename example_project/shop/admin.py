@@ -9,6 +9,7 @@ from .models import Order, Receipt
 class OrderAdmin(admin.ModelAdmin):
     list_display = ["order_no", "customer", "created"]
     search_fields = ["order_no", "customer"]
+    readonly_fields = ["order_no"]  # a SequenceField is not editable: shown on the change page, filled on save
 
 
 @admin.register(Receipt)

@@ -118,3 +118,12 @@ class Event(models.Model):
     id = SnowflakeField(primary_key=True)
     public_id = SnowflakeField(layout="js53", unique=True)
     note = models.CharField(max_length=50, blank=True)
+
+
+class ImportedOrder(models.Model):
+    """Rows whose numbers may be empty or imported: what sync and backfill work on."""
+
+    number = SequenceField("imported-order", null=True)
+    code = SequenceField("imported-code", format="IM{date:%Y%m%d}-{value:05d}", reset="daily", null=True)
+    ref = SequenceField("imported-ref", format=payment_reference, null=True)
+    currency = models.CharField(max_length=3, default="EUR")

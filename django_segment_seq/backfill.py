@@ -1,0 +1,133 @@
+"""Number the rows whose SequenceField is still empty, in short batches, so it runs safely beside a live site."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connections, models, router, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from .fields import FormattedSequenceField, _SequenceFieldMixin
+from .parsing import UnparseableFormat
+from .sync import empty_values, sequence_field, sync_sequence
+
+DEFAULT_BATCH_SIZE = 1000
+
+# Called after each batch with (rows picked, rows filled); rows filled by someone else meanwhile are the difference.
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class FillResult:
+    """What fill_empty() did, for the command's summary and for tests."""
+
+    filled: int = 0
+    skipped: int = 0  # picked as empty, but filled by someone else before this batch's UPDATE: a gap each
+    batches: int = 0
+
+
+def fillable_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
+    """The SequenceField to fill; ValueError for other fields and for a primary key, which is never empty."""
+    field = sequence_field(model, field_name)
+    if field.primary_key:
+        raise ValueError(f"{model._meta.label}.{field.name} is the primary key, which is never empty.")
+    return field
+
+
+def count_empty(model: type[models.Model], field_name: str, *, using: str | None = None) -> int:
+    field = fillable_field(model, field_name)
+    return model._base_manager.db_manager(using or router.db_for_write(model)).filter(empty_values(field)).count()
+
+
+def fill_empty(
+    model: type[models.Model],
+    field_name: str,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    using: str | None = None,
+    sync: bool = True,
+    progress: Progress | None = None,
+) -> FillResult:
+    """Give every row whose `field_name` is NULL (or '' for a formatted field) a number, in primary-key order.
+
+    First moves the sequence past the values already stored (`sync`; skipped for formats that cannot be
+    read back), then works in batches of `batch_size`: a plain integer field takes one `next_values()`
+    per batch, a formatted or gapless field numbers row by row through the field itself. Each batch is
+    one short transaction whose UPDATE only touches rows still empty, so re-running resumes, and rows
+    a running site filled meanwhile are left as they are.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    field = fillable_field(model, field_name)
+    alias = using or router.db_for_write(model)
+    if sync:
+        try:
+            sync_sequence(model, field_name, using=alias)
+        except UnparseableFormat:
+            pass  # numbers of a callable format cannot be read back; they are taken from where the sequence is
+    empty = model._base_manager.db_manager(alias).filter(empty_values(field)).order_by("pk")
+    in_bulk = not isinstance(field, FormattedSequenceField) and not field.gapless
+    result = FillResult()
+    last_pk = None
+    while True:
+        batch = empty if last_pk is None else empty.filter(pk__gt=last_pk)
+        batch = batch.only("pk") if in_bulk else batch
+        rows = list(batch[:batch_size])
+        if not rows:
+            return result
+        filled = _fill_batch(field, model, rows, alias, in_bulk)
+        result.filled += filled
+        result.skipped += len(rows) - filled
+        result.batches += 1
+        last_pk = rows[-1].pk
+        if progress is not None:
+            progress(len(rows), filled)
+
+
+def _fill_batch(
+    field: _SequenceFieldMixin, model: type[models.Model], rows: list[models.Model], alias: str, in_bulk: bool
+) -> int:
+    if in_bulk:
+        from .api import next_values
+
+        # Taken before the transaction opens, so on SQLite the block never waits for this batch's own write lock.
+        for row, number in zip(rows, next_values(field.sequence_name, len(rows))):
+            setattr(row, field.attname, number)
+    connection = connections[alias]
+    with transaction.atomic(using=alias):
+        if not in_bulk:
+            for row in rows:
+                field.pre_save(row, True)  # the field's own numbering: format, period, width cap, gapless lock
+        key = model._meta.pk
+        values = [
+            (key.get_db_prep_value(row.pk, connection), field.get_db_prep_save(getattr(row, field.attname), connection))
+            for row in rows
+        ]
+        return _update_if_empty(field, model, connection, values)
+
+
+def _update_if_empty(
+    field: _SequenceFieldMixin, model: type[models.Model], connection: BaseDatabaseWrapper, values: list[tuple[Any, Any]]
+) -> int:
+    """Set each row's value in one UPDATE per chunk, changing only rows whose value is still empty (someone else may
+    have filled one meanwhile); returns the rows changed."""
+    quote = connection.ops.quote_name
+    table, column, pk = quote(model._meta.db_table), quote(field.column), quote(model._meta.pk.column)
+    empty = f"{column} IS NULL" + (f" OR {column} = ''" if isinstance(field, FormattedSequenceField) else "")
+    # Three parameters a row; SQLite caps the parameters of one statement.
+    limit = connection.features.max_query_params
+    chunk = len(values) if limit is None else max(1, limit // 3)
+    changed = 0
+    with connection.cursor() as cursor:
+        for start in range(0, len(values), chunk):
+            part = values[start : start + chunk]
+            cases = " ".join(["WHEN %s THEN %s"] * len(part))
+            keys = ", ".join(["%s"] * len(part))
+            cursor.execute(
+                f"UPDATE {table} SET {column} = CASE {pk} {cases} END WHERE {pk} IN ({keys}) AND ({empty})",
+                [param for pair in part for param in pair] + [key for key, _value in part],
+            )
+            changed += max(cursor.rowcount, 0)
+    return changed

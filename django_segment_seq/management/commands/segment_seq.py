@@ -1,0 +1,281 @@
+"""manage.py segment_seq: list, show and tune sequences, and bring them in line with the data (sync, backfill)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from argparse import ArgumentParser
+from typing import Any
+
+from django.apps import apps
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, OutputWrapper
+from django.db import models
+from tqdm import tqdm
+
+from django_segment_seq.api import sequence_database, sequence_stats
+from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
+from django_segment_seq.models import Sequence
+from django_segment_seq.parsing import UnparseableFormat
+from django_segment_seq.ranges import BIGINT_MAX
+from django_segment_seq.sync import sync_sequence
+
+NO_LIMIT = "no limit"
+
+
+class Command(BaseCommand):
+    help = "List, show and tune sequences; move one past the values stored in its column (sync) or fill empty values (backfill)."
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        commands = parser.add_subparsers(dest="subcommand", required=True, metavar="{list,show,set,sync,backfill}")
+
+        listing = commands.add_parser("list", help="Every sequence with its per-period rows, and the numbers left.")
+        listing.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
+
+        show = commands.add_parser("show", help="One sequence, its periods and this process's figures.")
+        show.add_argument("name")
+        show.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
+
+        tune = commands.add_parser("set", help="Change step, limits or cycle, validated as in the admin.")
+        tune.add_argument("name")
+        tune.add_argument("--step", type=int)
+        tune.add_argument("--min", dest="min_value", type=int)
+        tune.add_argument("--max", dest="max_value", type=int)
+        cycle = tune.add_mutually_exclusive_group()
+        cycle.add_argument("--cycle", dest="cycle", action="store_true", default=None)
+        cycle.add_argument("--no-cycle", dest="cycle", action="store_false")
+
+        sync = commands.add_parser("sync", help="Move the sequence past the highest value stored in a column.")
+        sync.add_argument("field", metavar="APP_LABEL.Model.field")
+
+        backfill = commands.add_parser("backfill", help="Number the rows whose value is still empty, in batches.")
+        backfill.add_argument("field", metavar="APP_LABEL.Model.field")
+        backfill.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+
+    def handle(self, *args: Any, subcommand: str, **options: Any) -> None:
+        handler = getattr(self, f"handle_{subcommand}")
+        handler(**options)
+
+    # list, show
+
+    def handle_list(self, *, as_json: bool = False, **options: Any) -> None:
+        alias = sequence_database()
+        rows = list(Sequence._base_manager.using(alias).order_by("name"))
+        groups: dict[str, list[Sequence]] = {row.name: [] for row in rows if row.base_name is None}
+        for row in rows:
+            if row.base_name is not None:
+                groups.setdefault(row.base_name, []).append(row)
+        by_name = {row.name: row for row in rows}
+        if as_json:
+            listed = []
+            for name, periods in sorted(groups.items()):
+                entry = _row_dict(by_name[name]) if name in by_name else {"name": name, "missing": True}
+                entry["periods"] = [_row_dict(row) for row in _newest_first(periods)]
+                listed.append(entry)
+            self._print_json({"database": alias, "sequences": listed})
+            return
+        if not rows:
+            self.stdout.write("No sequences yet: a row is created when a sequence is first used.")
+            return
+        table = [("NAME", "VALUE", "STEP", "MIN", "MAX", "CYCLE", "LEFT")]
+        for name, periods in sorted(groups.items()):
+            table.append(_row_cells(by_name[name]) if name in by_name else (name, "(no row)", "", "", "", "", ""))
+            table += [_row_cells(row, indent="  ") for row in _newest_first(periods)]
+        self._print_table(table)
+
+    def handle_show(self, *, name: str, as_json: bool = False, **options: Any) -> None:
+        alias = sequence_database()
+        row = Sequence._base_manager.using(alias).filter(name=name).first()
+        if row is None:
+            raise CommandError(f"No sequence named {name!r} in database {alias!r}.")
+        periods = _newest_first(Sequence._base_manager.using(alias).filter(base_name=name))
+        names = {name, *(period.name for period in periods)}
+        figures = {key[1]: _stats_dict(stats) for key, stats in sequence_stats().items() if key[0] == alias and key[1] in names}
+        if as_json:
+            self._print_json({**_row_dict(row), "periods": [_row_dict(p) for p in periods], "this_process": figures})
+            return
+        self.stdout.write(f"Sequence {row.name} (database {alias})")
+        details = [
+            ("value", row.value),
+            ("step", row.step),
+            ("minimum", row.min_value),
+            ("maximum", _limit(row.max_value)),
+            ("cycle", _yes_no(row.cycle)),
+            ("left", _left(row)),
+            ("created", row.created.isoformat(timespec="seconds")),
+            ("modified", row.modified.isoformat(timespec="seconds")),
+        ]
+        if row.base_name is not None:
+            details[0:0] = [("sequence", row.base_name), ("period", row.period)]
+        self._print_table([(f"  {label}", str(value)) for label, value in details])
+        if periods:
+            self.stdout.write("Periods, newest first:")
+            self._print_table([_row_cells(period, indent="  ") for period in periods])
+        if not figures:
+            self.stdout.write("This process: no numbers taken from it.")
+        for shown, stats in sorted(figures.items()):
+            self.stdout.write(f"This process, {shown}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
+
+    # set
+
+    def handle_set(self, *, name: str, step: int | None, min_value: int | None, max_value: int | None, cycle: bool | None, **options: Any) -> None:
+        changes = {
+            field: value
+            for field, value in (("step", step), ("min_value", min_value), ("max_value", max_value), ("cycle", cycle))
+            if value is not None
+        }
+        if not changes:
+            raise CommandError("Nothing to change: give --step, --min, --max, --cycle or --no-cycle.")
+        alias = sequence_database()
+        row = Sequence._base_manager.using(alias).filter(name=name).first()
+        if row is None:
+            raise CommandError(f"No sequence named {name!r} in database {alias!r}; it is created on first use.")
+        before = {field: getattr(row, field) for field in changes}
+        for field, value in changes.items():
+            setattr(row, field, value)
+        try:
+            row.full_clean()
+        except ValidationError as exc:
+            raise CommandError(f"Sequence {name!r} not changed: {_messages(exc)}") from None
+        row.save()
+        for field, value in changes.items():
+            self.stdout.write(f"{name}: {field} {before[field]} -> {value}")
+        self.stdout.write("Each process applies this at its next range fetch; numbers it has cached are still handed out.")
+        if row.base_name is None and Sequence._base_manager.using(alias).filter(base_name=name).exists():
+            self.stdout.write("Periods created from now on take these settings; existing period rows keep their own.")
+
+    # sync, backfill
+
+    def handle_sync(self, *, field: str, **options: Any) -> None:
+        model, field_name = _resolve(field)
+        try:
+            result = sync_sequence(model, field_name)
+        except (ValueError, UnparseableFormat) as exc:
+            raise CommandError(f"{field}: {exc}") from None
+        if result.unreadable:
+            self.stdout.write(f"{result.unreadable} stored values do not match the field's format and were ignored.")
+        if result.highest is None:
+            self.stdout.write(f"{field} holds no value to read; sequence {result.row_name!r} left as it is.")
+        elif result.moved:
+            self.stdout.write(
+                f"Sequence {result.row_name!r} moved from {result.before} to {result.after}, "
+                f"the highest value stored in {field}."
+            )
+            self.stdout.write(
+                "Processes running now keep the ranges they have cached; restart them, or they may hand out "
+                "numbers below this."
+            )
+        else:
+            self.stdout.write(
+                f"Sequence {result.row_name!r} is already at {result.after}, past the highest value stored "
+                f"in {field} ({result.highest})."
+            )
+
+    def handle_backfill(self, *, field: str, batch_size: int, **options: Any) -> None:
+        if batch_size < 1:
+            raise CommandError(f"--batch-size must be at least 1, not {batch_size}.")
+        model, field_name = _resolve(field)
+        try:
+            total = count_empty(model, field_name)
+        except ValueError as exc:
+            raise CommandError(f"{field}: {exc}") from None
+        if total == 0:
+            self.stdout.write(f"{field}: no empty values; nothing to fill.")
+            return
+        with tqdm(total=total, unit="rows", file=_TqdmOut(self.stdout), desc=field, mininterval=0.5) as bar:
+            try:
+                result = fill_empty(
+                    model, field_name, batch_size=batch_size, progress=lambda picked, filled: bar.update(picked)
+                )
+            except ValueError as exc:
+                raise CommandError(f"{field}: {exc}") from None
+        self.stdout.write(f"{field}: filled {result.filled} rows in {result.batches} batches.")
+        if result.skipped:
+            self.stdout.write(f"{result.skipped} rows were filled by others meanwhile and left as they were.")
+
+    # output
+
+    def _print_json(self, data: Any) -> None:
+        self.stdout.write(json.dumps(data, indent=2, default=str))
+
+    def _print_table(self, table: list[tuple[str, ...]]) -> None:
+        widths = [max(len(str(line[i])) for line in table) for i in range(len(table[0]))]
+        for line in table:
+            self.stdout.write("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths)).rstrip())
+
+
+class _TqdmOut:
+    """Lets tqdm write through the command's stdout, which adds no line endings of its own here."""
+
+    def __init__(self, out: OutputWrapper) -> None:
+        self.out = out
+
+    def write(self, text: str) -> None:
+        self.out.write(text, ending="")
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def _resolve(label: str) -> tuple[type[models.Model], str]:
+    parts = label.split(".")
+    if len(parts) != 3:
+        raise CommandError(f"{label!r}: give the field as APP_LABEL.Model.field, e.g. shop.Order.order_no.")
+    app_label, model_name, field_name = parts
+    try:
+        return apps.get_model(app_label, model_name), field_name
+    except LookupError as exc:
+        raise CommandError(f"{label!r}: {exc}") from None
+
+
+def _newest_first(rows: Any) -> list[Sequence]:
+    return sorted(rows, key=lambda row: (row.period or "", row.name), reverse=True)
+
+
+def _left(row: Sequence) -> int | str:
+    """Numbers still to be handed out before the maximum; "no limit" at the default BIGINT maximum."""
+    if row.max_value >= BIGINT_MAX:
+        return NO_LIMIT
+    return max(0, row.max_value - max(row.value, row.min_value - 1))
+
+
+def _limit(value: int) -> int | str:
+    return NO_LIMIT if value >= BIGINT_MAX else value
+
+
+def _yes_no(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _row_cells(row: Sequence, indent: str = "") -> tuple[str, ...]:
+    values = (row.value, row.step, row.min_value, _limit(row.max_value), _yes_no(row.cycle), _left(row))
+    return (indent + row.name, *(str(value) for value in values))
+
+
+def _row_dict(row: Sequence) -> dict[str, Any]:
+    left = _left(row)
+    return {
+        "name": row.name,
+        "base_name": row.base_name,
+        "period": row.period,
+        "value": row.value,
+        "step": row.step,
+        "min_value": row.min_value,
+        "max_value": row.max_value,
+        "cycle": row.cycle,
+        "left": None if left == NO_LIMIT else left,
+        "created": row.created.isoformat(),
+        "modified": row.modified.isoformat(),
+    }
+
+
+def _stats_dict(stats: Any) -> dict[str, int]:
+    figures = dataclasses.asdict(stats) if dataclasses.is_dataclass(stats) else dict(vars(stats))
+    figures["blocking_fetches"] = stats.blocking_fetches
+    return figures
+
+
+def _messages(exc: ValidationError) -> str:
+    if hasattr(exc, "error_dict"):
+        return "; ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items())
+    return " ".join(exc.messages)

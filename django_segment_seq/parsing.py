@@ -1,0 +1,135 @@
+"""Read the number back out of a flow number's text, so a sequence can be moved past texts stored or imported."""
+
+from __future__ import annotations
+
+import re
+import string
+from datetime import datetime
+
+from .formatting import _SPEC, FlowFormat
+
+# strftime directives whose output has a known shape; a format using any other one cannot be read back.
+_DATE_DIRECTIVES: dict[str, str] = {
+    "Y": r"\d{4}",
+    "G": r"\d{4}",
+    "y": r"\d{2}",
+    "m": r"\d{2}",
+    "d": r"\d{2}",
+    "H": r"\d{2}",
+    "I": r"\d{2}",
+    "M": r"\d{2}",
+    "S": r"\d{2}",
+    "U": r"\d{2}",
+    "W": r"\d{2}",
+    "V": r"\d{2}",
+    "j": r"\d{3}",
+    "f": r"\d{6}",
+    "u": r"\d",
+    "w": r"\d",
+    "%": "%",
+}
+# An int format type -> the digits it writes and their base.
+_INT_TYPES: dict[str | None, tuple[str, int]] = {
+    None: ("0-9", 10),
+    "d": ("0-9", 10),
+    "n": ("0-9", 10),
+    "x": ("0-9a-f", 16),
+    "X": ("0-9A-F", 16),
+    "o": ("0-7", 8),
+    "b": ("01", 2),
+}
+
+
+class UnparseableFormat(ValueError):
+    """The format cannot be read back (a callable, or a spec whose output has no known shape)."""
+
+
+class FormatParser:
+    """Matches whole texts made by one format and returns their number; texts of other shapes give None.
+
+    With `moment`, `{date}` must show exactly that instant's date (the texts of one period); without
+    it, any date of the spec's shape matches. `{instance.…}` matches any text, as short as possible.
+    """
+
+    def __init__(self, flow: FlowFormat, moment: datetime | None = None) -> None:
+        if flow.is_callable:
+            raise UnparseableFormat(
+                f"the format is a callable ({getattr(flow.source, '__qualname__', flow.source)!r}), "
+                "which cannot be read back into a number"
+            )
+        if flow.problems:
+            raise UnparseableFormat(f"the format is invalid: {flow.problems[0]}")
+        if not flow.has_value:
+            raise UnparseableFormat(f"the format {flow.source!r} has no {{value}}")
+        self.source: str = flow.source
+        self.prefix = ""  # literal text every matching text starts with, for narrowing the query
+        self._bases: list[tuple[int, bool]] = []  # per {value}: base, and whether it carries a 0x-style prefix
+        pattern: list[str] = []
+        leading = True
+        for literal, field, spec, _conversion in string.Formatter().parse(self.source):
+            pattern.append(re.escape(literal))
+            if leading:
+                self.prefix += literal
+            if field is None:
+                continue
+            if field == "date" and moment is not None:
+                shown = format(moment, spec or "")
+                pattern.append(re.escape(shown))
+                if leading:
+                    self.prefix += shown
+                continue
+            leading = False
+            if field == "date":
+                pattern.append(self._date_pattern(spec or ""))
+            elif field == "value":
+                pattern.append(f"(?P<v{len(self._bases)}>{self._value_pattern(spec or '')})")
+            else:
+                pattern.append(".*?")
+        self._regex = re.compile("".join(pattern), re.DOTALL)
+
+    def _date_pattern(self, spec: str) -> str:
+        if not spec:  # str(datetime): date, time, optional microseconds and offset
+            return r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{6})?(?:[+-]\d{2}:\d{2})?"
+        pieces = re.split(r"(%.)", spec)
+        out = []
+        for piece in pieces:
+            if piece.startswith("%") and len(piece) == 2:
+                if piece[1] not in _DATE_DIRECTIVES:
+                    raise UnparseableFormat(
+                        f"the format {self.source!r} uses {piece} in {{date}}, whose text cannot be read back"
+                    )
+                out.append(_DATE_DIRECTIVES[piece[1]])
+            else:
+                out.append(re.escape(piece))
+        return "".join(out)
+
+    def _value_pattern(self, spec: str) -> str:
+        match = _SPEC.match(spec)
+        kind = match["type"] if match else "?"
+        if match is None or kind not in _INT_TYPES:
+            raise UnparseableFormat(f"the format {self.source!r} writes {{value:{spec}}}, which cannot be read back")
+        digits, base = _INT_TYPES[kind]
+        self._bases.append((base, bool(match["alt"])))
+        extra = re.escape((match["grouping"] or "") + (match["fill"] or "") + (" " if match["width"] else ""))
+        prefix = {16: "(?:0[xX])?", 8: "(?:0[oO])?", 2: "(?:0[bB])?"}.get(base, "") if match["alt"] else ""
+        return f"[-+ ]?{prefix}[{digits}{extra}]+"
+
+    def number(self, text: str | None) -> int | None:
+        """The number in `text`, or None when the text was not made by this format."""
+        if not text:
+            return None
+        found = self._regex.fullmatch(text)
+        if found is None:
+            return None
+        numbers = []
+        for index, (base, prefixed) in enumerate(self._bases):
+            raw = found[f"v{index}"]
+            sign = -1 if raw.lstrip(" ").startswith("-") else 1
+            body = re.sub(r"^[-+ ]*(?:0[xXoObB])?", "", raw) if prefixed else raw
+            digits = "".join(ch for ch in body if ch.lower() in "0123456789abcdef"[:base])
+            if not digits:
+                return None
+            numbers.append(sign * int(digits, base))
+        if len(set(numbers)) != 1:
+            return None  # two {value}s that disagree: not a text this format made
+        return numbers[0]
