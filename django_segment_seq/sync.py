@@ -9,7 +9,6 @@ from django.db.models import Max, Q
 
 from . import formatting
 from .fields import FormattedSequenceField, _SequenceFieldMixin
-from .formatting import RESETS
 from .parsing import FormatParser
 
 # Rows read per round trip while scanning a formatted column for its highest number.
@@ -52,7 +51,7 @@ def empty_values(field: models.Field) -> Q:
 
 def current_row_name(field: _SequenceFieldMixin) -> tuple[str, str | None]:
     """The Sequence row the field takes its next number from now, and that row's period (None without reset)."""
-    period = formatting.period_key(formatting.now(), field.reset) if field.reset in RESETS else None
+    period = formatting.period_key(formatting.now(), field.reset, getattr(field, "fiscal_year_start", None))
     return formatting.period_row_name(field.sequence_name, period), period
 
 
@@ -65,7 +64,7 @@ def highest_stored(model: type[models.Model], field: _SequenceFieldMixin, *, usi
     manager = model._base_manager.db_manager(alias)
     if not isinstance(field, FormattedSequenceField):
         return manager.aggregate(highest=Max(field.name))["highest"], 0
-    moment = formatting.now() if field.reset in RESETS else None
+    moment = formatting.now() if field.reset is not None else None
     parser = FormatParser(field.flow, moment)
     rows = manager.exclude(empty_values(field))
     if parser.prefix:
