@@ -9,6 +9,7 @@ ratios compare like with like, prints a table and writes the figures as JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import math
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,25 @@ def _server(db: str, found: dict[str, Any]) -> dict[str, Any]:
             if parsed.get(key):
                 found[key] = parsed[key]
     return found
+
+
+@contextlib.contextmanager
+def scratch_database(db: str) -> Iterator[Any]:
+    """Django set up on `db` with a throw-away database, dropped afterwards with every connection the run opened."""
+    setup_django(db, None)
+    from django.db import connection
+
+    from django_segment_seq import close_connections, wait_for_prefetch
+
+    old_name = connection.settings_dict["NAME"]
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    try:
+        yield connection
+    finally:
+        wait_for_prefetch(30)
+        close_connections()
+        connection.close()
+        connection.creation.destroy_test_db(old_name, verbosity=0)
 
 
 def setup_django(db: str, name: str | None, segment_seq: dict[str, Any] | None = None) -> None:
@@ -426,14 +447,7 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
-    setup_django(args.db, None)
-    from django.db import connection
-
-    from django_segment_seq.dbconn import pool
-
-    old_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
+    with scratch_database(args.db) as connection:
         started = time.time()
         results: dict[str, Any] = {"db": args.db, "vendor_version": _version(connection), "smoke": args.smoke,
                                    "cpus": os.cpu_count()}  # fmt: skip
@@ -453,13 +467,6 @@ def main() -> None:
             if not args.only or part in args.only.split(","):
                 results[part] = run()
         results["seconds"] = time.time() - started
-    finally:
-        from django_segment_seq import wait_for_prefetch
-
-        wait_for_prefetch(30)
-        pool.close_all()
-        connection.close()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
     if args.only:
         if "connections" in results:
             connections.report(results.pop("connections"), args.json)

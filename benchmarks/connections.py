@@ -635,21 +635,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         worker(args)
         return
-    from benchmarks.bench import setup_django
+    from benchmarks.bench import scratch_database
 
-    setup_django(args.db, None)
-    from django.db import connection
-
-    from django_segment_seq import close_connections
-
-    old_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
+    with scratch_database(args.db) as connection:
         results = run(args.db, str(connection.settings_dict["NAME"]), smoke=args.smoke, keep=args.keep_numbers)
-    finally:
-        close_connections()
-        connection.close()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
     report(results, args.json)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench import _version, setup_django  # noqa: E402 - after the path that makes it importable
+from benchmarks.bench import _version, scratch_database, setup_django  # noqa: E402 - after the path that makes it importable
 
 SIZES = {
     # name: (full run, smoke run)
@@ -254,34 +254,27 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(args)
         return 0
-    setup_django(args.db, None)
     import tempfile
 
-    from django.db import connection
+    from django_segment_seq import release_worker_leases
 
-    from django_segment_seq import close_connections, release_worker_leases
+    with scratch_database(args.db) as connection:
+        try:
+            started = time.time()
+            results: dict[str, Any] = {"db": args.db, "vendor_version": _version(connection), "smoke": args.smoke,
+                                       "cpus": os.cpu_count(), "uuid": UUID_KIND,
+                                       "load_average_at_start": os.getloadavg()[0]}  # fmt: skip
+            from django_segment_seq.models import Sequence
 
-    old_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
-        started = time.time()
-        results: dict[str, Any] = {"db": args.db, "vendor_version": _version(connection), "smoke": args.smoke,
-                                   "cpus": os.cpu_count(), "uuid": UUID_KIND,
-                                   "load_average_at_start": os.getloadavg()[0]}  # fmt: skip
-        from django_segment_seq.models import Sequence
-
-        Sequence.objects.create(name=COMPARED_SEQUENCE, step=1000)
-        results["inprocess"] = bench_inprocess(args.smoke)
-        with tempfile.TemporaryDirectory() as tmp:
-            results["processes"] = {kind: run_processes(args, kind, Path(tmp)) for kind in takers()}
-        results["create"] = bench_create(args.smoke)
-        results["bulk"] = bench_bulk(args.smoke)
-        results["seconds"] = time.time() - started
-    finally:
-        release_worker_leases()
-        close_connections()
-        connection.close()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
+            Sequence.objects.create(name=COMPARED_SEQUENCE, step=1000)
+            results["inprocess"] = bench_inprocess(args.smoke)
+            with tempfile.TemporaryDirectory() as tmp:
+                results["processes"] = {kind: run_processes(args, kind, Path(tmp)) for kind in takers()}
+            results["create"] = bench_create(args.smoke)
+            results["bulk"] = bench_bulk(args.smoke)
+            results["seconds"] = time.time() - started
+        finally:
+            release_worker_leases()
     rows = table(results)
     results["table"] = [list(row) for row in rows]
     width = max(len(row[0]) for row in rows)
