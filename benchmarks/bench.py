@@ -437,7 +437,7 @@ def main() -> None:
     parser.add_argument("--json", help="where to write the figures (default benchmarks/results-DB.json)")
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--only", help="comma-separated parts to run, printed as JSON (no table, no file); "
-                        "'connections' (never run by default) prints its table and writes results-connections-DB.json")
+                        "'connections' (also part of a full run, not of --smoke) prints its table and writes results-connections-DB.json")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--dbname", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
