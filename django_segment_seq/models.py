@@ -254,10 +254,12 @@ class Sequence(models.Model):
         self.modified = changes["modified"] = timezone.now()
         changes["version"] = F("version") + 1
         rows = manager.filter(pk=self.pk)
-        if not rows.exists():
-            raise self.DoesNotExist(f"Sequence {self.name!r} was deleted since it was loaded.")
+        # The write comes first: on SQLite a read would take a shared lock that must then be upgraded,
+        # which SQLite refuses at once while another connection commits.
         if not rows.filter(value__lte=self.max_value).update(**changes):
-            stored = rows.values_list("value", flat=True).get()
+            stored = rows.values_list("value", flat=True).first()
+            if stored is None:
+                raise self.DoesNotExist(f"Sequence {self.name!r} was deleted since it was loaded.")
             message = _(
                 "The maximum must not be below the value: numbers up to %(value)d were handed out "
                 "since this page was loaded."

@@ -80,7 +80,7 @@ def test_set_saves_through_the_model():
     [
         (["--step", "0"], "step: The step must be at least 1."),
         (["--max", "999"], "max_value: The maximum must not be below the value: numbers up to 1000 were already handed out."),
-        (["--min", "5000", "--max", "10"], "max_value: The maximum must be greater than the minimum."),
+        (["--min", "5000", "--max", "10"], "The maximum must be greater than the minimum."),
         ([], "Nothing to change"),
     ],
 )
