@@ -31,9 +31,9 @@ def _uses_database(item: pytest.Item) -> bool:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, None]:
     if _uses_database(item) and _django_ready():
-        from .testing import test_started
+        from .testing import begin_test
 
-        test_started()
+        begin_test()
     yield
 
 
@@ -43,14 +43,14 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     # The test's fixtures are gone: its transaction is rolled back (or its tables flushed). After the
     # session's last test, _segment_seq_session has done this already, before the databases were dropped.
     if _uses_database(item) and _django_ready():
-        from .testing import test_finished
+        from .testing import end_test
 
         blocker = _blocker(item)
         if blocker is None:
-            test_finished()
+            end_test()
         else:
             with blocker.unblock():
-                test_finished()
+                end_test()
 
 
 def _blocker(item: pytest.Item) -> Any:
@@ -87,11 +87,10 @@ def _segment_seq_session(django_db_setup: Any, django_db_blocker: Any) -> Iterat
     """Set up after pytest-django's test databases, so torn down before them: closes the private connections."""
     yield
     from .api import close_connections
-
-    from .testing import test_finished
+    from .testing import end_test
 
     with django_db_blocker.unblock():
-        test_finished()
+        end_test()
         close_connections()
 
 

@@ -28,8 +28,8 @@ __all__ = [
     "SequenceTestRunnerMixin",
     "clean_after_test",
     "reset_sequences",
-    "test_finished",
-    "test_started",
+    "end_test",
+    "begin_test",
 ]
 
 # When the earliest database test whose leftovers are not cleaned up durably yet began.
@@ -51,7 +51,7 @@ def reset_sequences(*names: str, using: str | None = None) -> None:
     rows.update(value=F("min_value") - 1, version=F("version") + 1)
 
 
-def test_started() -> None:
+def begin_test() -> None:
     """Before a database test: forget the cache, and note when the test began."""
     global _since
     clear_cache()
@@ -59,7 +59,7 @@ def test_started() -> None:
         _since = timezone.now()
 
 
-def test_finished() -> None:
+def end_test() -> None:
     """After a database test, once its transaction is rolled back: clean up, unless already done."""
     global _since
     if _since is not None and clean_after_test(_since):
@@ -92,14 +92,17 @@ def clean_after_test(since: datetime.datetime, using: str | None = None) -> bool
 def _clean(connection: BaseDatabaseWrapper, since: datetime.datetime) -> None:
     from .models import Sequence
 
-    quote = connection.ops.quote_name
-    table = quote(Sequence._meta.db_table)
+    # Raw SQL: a private connection is not one of Django's aliases, so the ORM cannot send it there.
+    meta = Sequence._meta
+    table = connection.ops.quote_name(meta.db_table)
+    created, value, min_value, version = (
+        connection.ops.quote_name(meta.get_field(name).column) for name in ("created", "value", "min_value", "version")
+    )
     when = connection.ops.adapt_datetimefield_value(since)
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {table} WHERE {quote('created')} >= %s", [when])
+        cursor.execute(f"DELETE FROM {table} WHERE {created} >= %s", [when])
         cursor.execute(
-            f"UPDATE {table} SET {quote('value')} = {quote('min_value')} - 1, "
-            f"{quote('version')} = {quote('version')} + 1 WHERE {quote('value')} <> {quote('min_value')} - 1"
+            f"UPDATE {table} SET {value} = {min_value} - 1, {version} = {version} + 1 WHERE {value} <> {min_value} - 1"
         )
 
 
@@ -111,17 +114,17 @@ class SequenceTestCaseMixin:
 
     def _setup_and_call(self, *args: Any, **kwargs: Any) -> None:
         # Wraps one test's setup, run and teardown (_pre_setup may run once per class).
-        test_started()
+        begin_test()
         super()._setup_and_call(*args, **kwargs)  # type: ignore[misc]
 
     def _post_teardown(self) -> None:
         super()._post_teardown()  # type: ignore[misc]
-        test_finished()
+        end_test()
 
     @classmethod
     def tearDownClass(cls) -> None:
         super().tearDownClass()  # type: ignore[misc]
-        test_finished()  # TestCase's class transaction is gone now
+        end_test()  # TestCase's class transaction is gone now
         close_connections()
 
 

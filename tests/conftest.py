@@ -18,6 +18,9 @@ from django_segment_seq.dbconn import pool
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# A user's project with a test suite of its own, run in a subprocess by tests/test_testing.py.
+collect_ignore = ["userproject_testing"]
+
 
 def pytest_report_header(config: pytest.Config) -> str:
     db = settings.DATABASES["default"]

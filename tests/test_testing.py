@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import DatabaseError, connection
 
 from django_segment_seq import next_value
 from django_segment_seq.models import Sequence
@@ -50,30 +53,53 @@ def test_reset_sequences_by_name_takes_its_period_rows_and_nothing_else():
     assert next_value("invoice") == 11  # its cache was forgotten too: a new range
 
 
+def _test_database_name(run: str) -> str:
+    return f"test_userproject_{os.getpid()}_{run}"
+
+
 def _user_project_env(run: str) -> dict[str, str]:
     # The user's project reads its own settings; nothing of this suite's pytest or Django setup leaks in.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DJANGO_", "SEGMENT_SEQ_"))}
     env.update(
         USERPROJECT_DB=settings.BACKEND,
-        USERPROJECT_TEST_NAME=f"test_userproject_{os.getpid()}_{run}",
+        USERPROJECT_TEST_NAME=_test_database_name(run),
         PYTHONPATH=str(ROOT),
     )
     return env
 
 
-def _run_user_project(args: list[str], run: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=USER_PROJECT,
-        env=_user_project_env(run),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def _run_user_project(args: list[str], run: str, blocker: Any) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            [sys.executable, *args],
+            cwd=USER_PROJECT,
+            env=_user_project_env(run),
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        with blocker.unblock():
+            _drop_left_over(_test_database_name(run))
 
 
-def test_user_project_pytest_suite_passes_with_each_test_starting_at_one():
-    result = _run_user_project(["-m", "pytest", "-q"], "pytest")
+def _drop_left_over(name: str) -> None:
+    """A run whose teardown failed leaves its test database behind: drop it (SQLite's was in memory)."""
+    if connection.vendor == "sqlite":
+        return
+    for attempt in range(20):
+        try:
+            with connection._nodb_cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS {connection.ops.quote_name(name)}")
+            return
+        except DatabaseError:
+            if attempt == 19:
+                raise
+            time.sleep(0.5)  # the run's sessions may take a moment to end
+
+
+def test_user_project_pytest_suite_passes_with_each_test_starting_at_one(django_db_blocker):
+    result = _run_user_project(["-m", "pytest", "-q"], "pytest", django_db_blocker)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
     assert "15 passed" in result.stdout, output[-5000:]
@@ -81,8 +107,17 @@ def test_user_project_pytest_suite_passes_with_each_test_starting_at_one():
     assert "error" not in result.stdout.splitlines()[-1].lower()
 
 
-def test_user_project_manage_py_test_passes_with_the_runner():
-    result = _run_user_project(["manage.py", "test", "tests.test_orders", "-v", "2"], "manage")
+@pytest.mark.parametrize(
+    "runner",
+    [
+        "django_segment_seq.testing.DiscoverRunner",
+        # Every class there uses SequenceTestCaseMixin, which closes the private connections itself.
+        "django.test.runner.DiscoverRunner",
+    ],
+)
+def test_user_project_manage_py_test_passes(runner, django_db_blocker):
+    run = "manage" if runner.startswith("django_segment_seq") else "plainrunner"
+    result = _run_user_project(["manage.py", "test", "tests.test_orders", "-v", "2", "--testrunner", runner], run, django_db_blocker)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
     assert "Ran 7 tests" in output and "\nOK" in output, output[-5000:]
@@ -90,8 +125,12 @@ def test_user_project_manage_py_test_passes_with_the_runner():
     assert "Destroying test database for alias 'default'" in output
 
 
-def test_user_project_tests_fail_without_the_plugin():
+def test_user_project_tests_fail_without_the_plugin(django_db_blocker):
     """The user project's tests depend on the plugin: without it, the first test's row leaks into the next."""
-    result = _run_user_project(["-m", "pytest", "-q", "-p", "no:django_segment_seq", "tests/test_plugin_only.py"], "bare")
+    args = ["-m", "pytest", "-q", "-p", "no:django_segment_seq", "tests/test_plugin_only.py"]
+    result = _run_user_project(args, "bare", django_db_blocker)
     assert result.returncode != 0
     assert "IntegrityError" in result.stdout
+    if connection.vendor == "postgresql":
+        # The first test's private connection is still open when pytest-django drops the database.
+        assert TEARDOWN_ERROR in result.stdout + result.stderr
