@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from asgiref.sync import sync_to_async
+
 from .cache import SequenceStats, ranges
 from .routing import fixed_alias, sequence_database
 
@@ -38,6 +40,25 @@ def next_values(sequence_name: str, count: int, *, using: str | None = None) -> 
     if not isinstance(count, int) or isinstance(count, bool):
         raise TypeError(f"Sequence {sequence_name!r}: count must be an int, not {type(count).__name__}")
     return ranges.take_many(using or fixed_alias() or sequence_database(), sequence_name, count)
+
+
+async def anext_value(sequence_name: str, *, using: str | None = None) -> int:
+    """next_value() for async code: a cached number without leaving the event loop, a fetch on Django's sync thread."""
+    numbers = ranges.take_cached(using or fixed_alias() or sequence_database(), sequence_name)
+    if numbers is not None:
+        return numbers[0]
+    # thread_sensitive: the thread Django's async ORM calls run on, whose connection is in autocommit
+    # and so carries the allocation itself; a thread per fetch would leave a connection per thread.
+    return await sync_to_async(next_value, thread_sensitive=True)(sequence_name, using=using)
+
+
+async def anext_values(sequence_name: str, count: int, *, using: str | None = None) -> range:
+    """next_values() for async code: from the cached range without leaving the event loop when it holds `count`."""
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 1:
+        numbers = ranges.take_cached(using or fixed_alias() or sequence_database(), sequence_name, count)
+        if numbers is not None:
+            return numbers
+    return await sync_to_async(next_values, thread_sensitive=True)(sequence_name, count, using=using)
 
 
 def sequence_stats() -> dict[tuple[str, str], SequenceStats]:

@@ -164,6 +164,23 @@ class RangeCache:
         with slot.lock:
             return self._take_locked(slot, count)
 
+    def take_cached(self, alias: str, name: str, count: int = 1) -> range | None:
+        """`count` numbers from the current range, or None: never fetches, prefetches or waits for the lock.
+
+        For callers that may not block (an event loop): None sends them to take() on a thread.
+        """
+        slot = self._slots.get((alias, name))
+        if slot is None or not slot.lock.acquire(False):
+            return None
+        try:
+            first = slot.next
+            if first + count > slot.trigger:
+                return None  # the slow path is due: a prefetch to start, a range to switch or fetch
+            slot.next = first + count
+            return range(first, first + count)
+        finally:
+            slot.lock.release()
+
     def stats(self) -> dict[tuple[str, str], SequenceStats]:
         """A copy of every sequence's figures in this process, keyed by (alias, name)."""
         result = {}

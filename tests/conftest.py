@@ -18,8 +18,8 @@ from django_segment_seq.dbconn import pool
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The user project's own files (and, later, its own tests) run in its subprocesses, not in this suite.
-collect_ignore = ["userproject"]
+# Users' projects run in their own subprocesses (tests/test_user_project.py, tests/test_testing.py), not in this suite.
+collect_ignore = ["userproject", "userproject_testing"]
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -1,4 +1,6 @@
 from django.contrib import admin
 from django.urls import path
 
-urlpatterns = [path("admin/", admin.site.urls)]
+from tests.testapp.views import create_orders
+
+urlpatterns = [path("admin/", admin.site.urls), path("async/orders/<int:count>/", create_orders)]

@@ -1,0 +1,104 @@
+"""pytest plugin (registered through the pytest11 entry point): sequence state per test, no open connection at teardown.
+
+For every test that uses the database (pytest-django's `django_db`, Django's test case classes) the
+process's cached ranges are forgotten before it runs, and after it the rows it left committed
+outside its transaction are removed and the rest reset. Before pytest-django drops the test
+databases, the private allocation connections are closed (PostgreSQL refuses to drop a database
+someone is connected to).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from typing import Any
+
+import pytest
+
+
+def _uses_database(item: pytest.Item) -> bool:
+    if item.get_closest_marker("django_db") is not None:
+        return True
+    cls = getattr(item, "cls", None)
+    if cls is None:
+        return False
+    try:
+        from django.test import TransactionTestCase
+    except ImportError:  # pragma: no cover - the plugin is installed with the app, so Django is there
+        return False
+    return issubclass(cls, TransactionTestCase)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, None]:
+    if _uses_database(item) and _django_ready():
+        from .testing import begin_test
+
+        begin_test()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, None]:
+    yield
+    # The test's fixtures are gone: its transaction is rolled back (or its tables flushed). After the
+    # session's last test, _segment_seq_session has done this already, before the databases were dropped.
+    if _uses_database(item) and _django_ready():
+        from .testing import end_test
+
+        blocker = _blocker(item)
+        if blocker is None:
+            end_test()
+        else:
+            with blocker.unblock():
+                end_test()
+
+
+def _blocker(item: pytest.Item) -> Any:
+    try:
+        from pytest_django.plugin import blocking_manager_key
+
+        return item.config.stash[blocking_manager_key]
+    except (ImportError, KeyError):  # pragma: no cover - older pytest-django
+        try:
+            from pytest_django.plugin import _blocking_manager
+
+            return _blocking_manager
+        except ImportError:
+            return None
+
+
+def _django_ready() -> bool:
+    try:
+        from django.apps import apps
+    except ImportError:  # pragma: no cover
+        return False
+    return apps.ready
+
+
+@pytest.fixture(autouse=True)
+def _segment_seq_test(request: pytest.FixtureRequest) -> None:
+    """Makes a database test depend on _segment_seq_session, so that is torn down before the databases."""
+    if _uses_database(request.node):
+        request.getfixturevalue("_segment_seq_session")
+
+
+@pytest.fixture(scope="session")
+def _segment_seq_session(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
+    """Set up after pytest-django's test databases, so torn down before them: closes the private connections."""
+    yield
+    from .api import close_connections
+    from .testing import end_test
+
+    with django_db_blocker.unblock():
+        end_test()
+        close_connections()
+
+
+@pytest.fixture
+def segment_seq_reset(request: pytest.FixtureRequest) -> None:
+    """Every sequence starts at its minimum in this test (rows reset inside the test's transaction, cache forgotten)."""
+    if not _uses_database(request.node):
+        request.getfixturevalue("db")
+    from .testing import reset_sequences
+
+    reset_sequences()

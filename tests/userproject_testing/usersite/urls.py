@@ -1,0 +1,3 @@
+"""No views: the project exists for its tests."""
+
+urlpatterns: list = []
