@@ -208,7 +208,14 @@ def _compare_and_set(
     try:
         with connection.cursor() as cursor, _write_transaction(cursor, sql):
             while True:
-                row = _read_unless_locked(cursor, sql, name, result)
+                try:
+                    row = _read_unless_locked(cursor, sql, name, result)
+                except DatabaseError as exc:
+                    # A locking read under a REPEATABLE READ or SERIALIZABLE server default can lose too.
+                    if not _lost_race(exc):
+                        raise
+                    _lost(result, name, settings)
+                    continue
                 if row is None:
                     if not create:
                         raise _RowMissing
@@ -220,10 +227,7 @@ def _compare_and_set(
                 result.round_trips += 1
                 if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, name, row.value, row.version]):
                     break
-                result.conflicts += 1
-                if result.conflicts > settings["MAX_RETRIES"]:
-                    raise SequenceContention(name, result.conflicts)
-                backoff(result.conflicts, settings["MAX_BACKOFF"])
+                _lost(result, name, settings)
     except DatabaseError as exc:
         if _is_lock_timeout(exc):
             raise RowBusy(str(exc)) from exc
@@ -256,6 +260,14 @@ def _write_transaction(cursor: Any, sql: Statements) -> Iterator[None]:
             pass  # the connection is broken; the pool drops it
         raise
     cursor.execute(COMMIT)
+
+
+def _lost(result: Allocation, name: str, settings: dict[str, Any]) -> None:
+    """Count a lost race and back off, or give up after MAX_RETRIES."""
+    result.conflicts += 1
+    if result.conflicts > settings["MAX_RETRIES"]:
+        raise SequenceContention(name, result.conflicts)
+    backoff(result.conflicts, settings["MAX_BACKOFF"])
 
 
 def _read_unless_locked(cursor: Any, sql: Statements, name: str, result: Allocation) -> Row | None:
