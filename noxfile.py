@@ -142,7 +142,9 @@ def package(session: nox.Session) -> None:
     if f"{clean}/lib/" not in str(where):
         session.error(f"the example imported django_segment_seq from {str(where).strip()}, not from the wheel")
     session.run(*manage, "migrate", "--verbosity", "0", external=True, env=env)
-    session.run(*manage, "demo", external=True, env=env)
+    demo = session.run(*manage, "demo", external=True, env=env, silent=True)  # printed whole only if it fails
+    verdict = [line for line in str(demo).splitlines() if line.startswith("OK:")]
+    session.log("demo from the wheel: " + (verdict[0] if verdict else str(demo).strip().splitlines()[-1]))
     shutil.rmtree(out)
 
 
