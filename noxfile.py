@@ -71,7 +71,7 @@ def django_requirement(release: str) -> str:
 )
 def tests(session: nox.Session, cell: Cell) -> None:
     """The suite on SQLite, MariaDB and PostgreSQL with one Django release (pytest arguments after --)."""
-    session.install("-e", ".[test]", django_requirement(cell.django))
+    session.install("-e", ".[test,benchmark]", django_requirement(cell.django))  # benchmark: its smoke test
     args = list(session.posargs)
     if cell.suite == "core":
         args = [f"--ignore={path}" for path in NOT_CORE] + args
