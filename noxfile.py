@@ -93,7 +93,7 @@ def tests(session: nox.Session, cell: Cell) -> None:
     session.log(f"branch coverage of django_segment_seq: {str(total).strip()}% (floor {floor}%)")
     if float(str(total)) < floor:
         session.error(
-            "coverage below its floor (fail_under in pyproject.toml); COVERAGE_FILE=.coverage-data/.coverage coverage report"
+            "coverage below fail_under (pyproject.toml); see COVERAGE_FILE=.coverage-data/.coverage coverage report"
         )
 
 
