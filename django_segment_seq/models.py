@@ -115,8 +115,9 @@ class Sequence(models.Model):
         return self.name
 
     @classmethod
-    def from_db(cls, db: str | None, field_names: Any, values: Any) -> Sequence:
-        instance = super().from_db(db, field_names, values)
+    def from_db(cls, db: str | None, field_names: Any, values: Any, **kwargs: Any) -> Sequence:
+        # **kwargs: Django 6.1 passes fetch_mode= and deprecates overrides that cannot take it.
+        instance = super().from_db(db, field_names, values, **kwargs)
         instance._loaded_value = instance.__dict__.get("value")
         return instance
 

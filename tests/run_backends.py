@@ -1,11 +1,18 @@
-"""Run the test suite once per database backend: SQLite, MariaDB and PostgreSQL.
+"""Run the test suite over the version matrix, and once per database backend: SQLite, MariaDB and PostgreSQL.
 
-Under CI=true a backend that cannot be reached fails the run; elsewhere it is skipped, and said so.
-Arguments are passed to pytest. SEGMENT_SEQ_BACKENDS=sqlite,postgres picks backends.
+Without SEGMENT_SEQ_CELL this is the whole run `./dev test` makes: the docs build and the package check,
+then every cell of the matrix in noxfile.py (a Django release on a Python, each in a nox virtualenv),
+then one closing line with the counts of all cells and backends. SEGMENT_SEQ_CELLS=ID[,ID] runs only
+those cells and no other step; `venv` is the development virtualenv itself, with no nox at all.
+
+Inside a cell (nox sets SEGMENT_SEQ_CELL) it runs pytest once per backend. Under CI=true a backend that
+cannot be reached fails the run; elsewhere it is skipped, and said so. Arguments are passed to pytest.
+SEGMENT_SEQ_BACKENDS=sqlite,postgres picks backends.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -13,6 +20,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ElementTree
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,18 +66,22 @@ def ensure_running(backend: str) -> str | None:
     return problem
 
 
-def main(pytest_args: list[str]) -> int:
-    in_ci = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def run_cell(pytest_args: list[str], coverage: bool = False) -> int:
+    """pytest once per backend in this interpreter; counts go to SEGMENT_SEQ_COUNTS (a JSON file) when set."""
     chosen = [b for b in os.environ.get("SEGMENT_SEQ_BACKENDS", ",".join(BACKENDS)).split(",") if b]
     results: dict[str, str] = {}
-    totals = {"passed": 0, "failed": 0, "skipped": 0}
+    counts: dict[str, dict[str, int]] = {}
     failed = False
     for backend in chosen:
         problem = ensure_running(backend)
         if problem is not None:
-            if in_ci:
+            if in_ci():
                 results[backend] = f"FAILED: not reachable ({problem})"
-                totals["failed"] += 1  # the whole backend, counted once
+                counts[backend] = {"passed": 0, "failed": 1, "skipped": 0}  # the whole backend, counted once
                 failed = True
             else:
                 results[backend] = f"SKIPPED: not reachable ({problem})"
@@ -78,17 +90,38 @@ def main(pytest_args: list[str]) -> int:
         print(f"==> tests on {backend}", flush=True)
         env = dict(os.environ, SEGMENT_SEQ_TEST_DB=backend)
         report = Path(tempfile.mkdtemp()) / f"{backend}.xml"
-        code = subprocess.call(
-            [sys.executable, "-m", "pytest", f"--junitxml={report}", *pytest_args], cwd=ROOT, env=env
-        )
+        runner = ["coverage", "run", "-m", "pytest"] if coverage else ["pytest"]
+        code = subprocess.call([sys.executable, "-m", *runner, f"--junitxml={report}", *pytest_args], cwd=ROOT, env=env)
         results[backend] = "passed" if code == 0 else f"FAILED (pytest exit {code})"
         failed |= code != 0
-        add_counts(totals, report)
+        counts[backend] = {"passed": 0, "failed": 0, "skipped": 0}
+        add_counts(counts[backend], report)
+        if code != 0 and counts[backend]["failed"] == 0:
+            counts[backend]["failed"] = 1  # pytest failed without a failing test: a collection or usage error
     print("\n==> backends:")
     for backend in chosen:
         print(f"    {backend:9} {results[backend]}")
-    print(f"total: {totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped")
+    if os.environ.get("SEGMENT_SEQ_COUNTS"):
+        Path(os.environ["SEGMENT_SEQ_COUNTS"]).write_text(json.dumps(counts))
+    else:
+        print(closing_line(sum_counts(counts.values())))
     return 1 if failed else 0
+
+
+def sum_counts(parts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total = {"passed": 0, "failed": 0, "skipped": 0}
+    for part in parts:
+        for key in total:
+            total[key] += part.get(key, 0)
+    return total
+
+
+def counts_text(counts: dict[str, int]) -> str:
+    return f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+
+
+def closing_line(total: dict[str, int]) -> str:
+    return "total: " + counts_text(total)
 
 
 def add_counts(totals: dict[str, int], report: Path) -> None:
@@ -101,6 +134,64 @@ def add_counts(totals: dict[str, int], report: Path) -> None:
         totals["passed"] += tests - skipped - failed
         totals["failed"] += failed
         totals["skipped"] += skipped
+
+
+def nox(*args: str, env: dict[str, str] | None = None) -> int:
+    """Run nox from this interpreter (the development virtualenv); it finds the cells' interpreters on PATH."""
+    return subprocess.call([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args], cwd=ROOT, env=env)
+
+
+def run_one_cell(name: str, pytest_args: list[str]) -> tuple[int, dict[str, dict[str, int]]]:
+    """A cell's exit code and its counts per backend (none if no backend ran)."""
+    report = Path(tempfile.mkdtemp()) / "counts.json"
+    env = dict(os.environ, SEGMENT_SEQ_COUNTS=str(report))
+    if name == "venv":
+        env["SEGMENT_SEQ_CELL"] = name
+        code = subprocess.call([sys.executable, __file__, *pytest_args], cwd=ROOT, env=env)
+    else:
+        code = nox("-s", f"tests({name})", "--", *pytest_args, env=env)
+    return code, json.loads(report.read_text()) if report.exists() else {}
+
+
+def run_matrix(pytest_args: list[str]) -> int:
+    """The docs and package steps, then each cell in its nox session, then one closing line for them all."""
+    sys.path.insert(0, str(ROOT))
+    from noxfile import CELLS
+
+    known = {cell.id: cell for cell in CELLS}
+    picked = [name for name in os.environ.get("SEGMENT_SEQ_CELLS", "").split(",") if name]
+    unknown = [name for name in picked if name not in known and name != "venv"]
+    if unknown:
+        print(f"SEGMENT_SEQ_CELLS: no cell {', '.join(unknown)}; there are venv, {', '.join(known)}", file=sys.stderr)
+        return 2
+    rows: list[tuple[str, dict[str, int], str]] = []  # what ran, its counts, what to print
+    for step in [] if picked else ["docs", "package"]:
+        print(f"==> {step}", flush=True)
+        code = nox("-s", step)
+        rows.append((step, {"failed": int(code != 0)}, "passed" if code == 0 else "FAILED"))  # a step counts once
+    for name in picked or list(known):
+        print(f"==> cell {name}" + (f" ({known[name].suite} suite)" if name in known else ""), flush=True)
+        code, backends = run_one_cell(name, pytest_args)
+        for backend, counts in backends.items():
+            rows.append((f"{name} {backend}", counts, counts_text(counts)))
+        if not backends:
+            # Nothing ran: nox skips a cell whose Python is missing (fails it under CI), or its set-up failed.
+            rows.append((name, {"failed": int(code != 0)}, "FAILED before any test" if code else "SKIPPED: no Python"))
+        elif code != 0 and sum_counts(backends.values())["failed"] == 0:
+            rows.append((name, {"failed": 1}, "FAILED after the tests (see above)"))  # e.g. coverage below its floor
+    print("\n==> summary:")
+    for what, _, text in rows:
+        print(f"    {what:32} {text}")
+    total = sum_counts(counts for _, counts, _ in rows)
+    print(closing_line(total))
+    return 1 if total["failed"] else 0
+
+
+def main(argv: list[str]) -> int:
+    if os.environ.get("SEGMENT_SEQ_CELL"):
+        coverage = "--coverage" in argv[:1]
+        return run_cell(argv[1:] if coverage else argv, coverage=coverage)
+    return run_matrix(argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,166 @@
+"""The version matrix, the docs build, the package check and the linters, each in a virtualenv of its own.
+
+`./dev test` runs the sessions in order and sums the cells' counts; `nox -l` lists them. The matrix is
+defined once, in CELLS: the README's support table and tests/run_backends.py read it from here.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+nox.options.default_venv_backend = "uv|venv"  # uv when installed (it is, with nox[uv]): much faster installs
+nox.options.reuse_venv = "yes"
+# A missing interpreter skips its sessions, except under CI=true (nox's own default), where it fails them.
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One Django release on one Python, run on every backend: the whole suite, or the core files only."""
+
+    django: str
+    python: str
+    suite: str  # "full" or "core"
+    coverage: bool = False
+
+    @property
+    def id(self) -> str:
+        return f"django{self.django}-py{self.python}"
+
+
+# Upstream's supported releases (djangoproject.com/download): 6.1 and 6.0 need Python 3.12+, 5.2 is the LTS.
+CELLS = [
+    Cell(django="6.1", python="3.13", suite="full", coverage=True),
+    Cell(django="6.0", python="3.12", suite="core"),
+    Cell(django="5.2", python="3.11", suite="full"),
+]
+
+# Left out of the core suite: the slow files that start many processes, kill them or restart servers.
+NOT_CORE = [
+    "tests/test_stress.py",
+    "tests/test_faults.py",
+    "tests/test_server_restart.py",
+    "tests/test_benchmark.py",
+    "tests/test_concurrency.py",
+]
+
+
+DOCS_REQUIREMENTS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.6,<10"]
+LINT_REQUIREMENTS = ["ruff>=0.15", "mypy>=1.18", "django-stubs[compatible-mypy]>=5.2", "dj-database-url>=2.1"]
+
+
+def django_requirement(release: str) -> str:
+    major, minor = (int(part) for part in release.split("."))
+    return f"Django>={major}.{minor},<{major}.{minor + 1}"
+
+
+@nox.session
+@nox.parametrize(
+    ("python", "cell"),
+    [nox.param(cell.python, cell, id=cell.id) for cell in CELLS],
+)
+def tests(session: nox.Session, cell: Cell) -> None:
+    """The suite on SQLite, MariaDB and PostgreSQL with one Django release (pytest arguments after --)."""
+    session.install("-e", ".[test,benchmark]", django_requirement(cell.django))  # benchmark: its smoke test
+    args = list(session.posargs)
+    if cell.suite == "core":
+        args = [f"--ignore={path}" for path in NOT_CORE] + args
+    env = {"SEGMENT_SEQ_CELL": cell.id}
+    # Coverage and its floor only for a whole run: a run of some files or backends would fall below it.
+    if not (cell.coverage and not session.posargs and "SEGMENT_SEQ_BACKENDS" not in os.environ):
+        session.run("python", "tests/run_backends.py", *args, env=env)
+        return
+    data = ROOT / ".coverage-data"
+    shutil.rmtree(data, ignore_errors=True)
+    data.mkdir()
+    env["COVERAGE_FILE"] = str(data / ".coverage")
+    session.run("python", "tests/run_backends.py", "--coverage", *args, env=env)
+    session.run("coverage", "combine", "--quiet", env=env)
+    floor = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["coverage"]["report"]["fail_under"]
+    total = session.run(
+        "coverage", "report", "--format=total", "--precision=1", env=env, silent=True, success_codes=[0, 2]
+    )
+    session.log(f"branch coverage of django_segment_seq: {str(total).strip()}% (floor {floor}%)")
+    if float(str(total)) < floor:
+        session.error(
+            "coverage below fail_under (pyproject.toml); see COVERAGE_FILE=.coverage-data/.coverage coverage report"
+        )
+
+
+@nox.session(python="3.13")
+def docs(session: nox.Session) -> None:
+    """The documentation site, built with warnings as errors."""
+    session.install(*DOCS_REQUIREMENTS)
+    site = tempfile.mkdtemp(prefix="segment-seq-site-")
+    # NO_MKDOCS_2_WARNING: Material 9.7+ prints a notice of its end of life (May 2027) on every build.
+    session.run("mkdocs", "build", "--strict", "--quiet", "--site-dir", site, env={"NO_MKDOCS_2_WARNING": "1"})
+    shutil.rmtree(site)
+
+
+@nox.session(python="3.13")
+def package(session: nox.Session) -> None:
+    """Build the wheel and sdist, check them, and run the example project from the wheel in a clean virtualenv."""
+    session.install("build>=1.2", "twine>=6.1")
+    out = Path(tempfile.mkdtemp(prefix="segment-seq-dist-"))
+    session.run("python", "-m", "build", "--outdir", str(out), silent=True)
+    built = sorted(glob.glob(str(out / "*.whl")) + glob.glob(str(out / "*.tar.gz")))
+    session.run("twine", "check", "--strict", *built)
+    clean = out / "venv"
+    python = str(clean / "bin" / "python")
+    wheel = next(path for path in built if path.endswith(".whl"))
+    uv = shutil.which("uv", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if uv:
+        session.run(uv, "venv", "--quiet", "--python", str(Path(session.bin) / "python"), str(clean), external=True)
+        session.run(uv, "pip", "install", "--quiet", "--python", python, wheel, "dj-database-url>=2.1", external=True)
+    else:
+        session.run("python", "-m", "venv", str(clean), silent=True)
+        session.run(python, "-m", "pip", "install", "-q", wheel, "dj-database-url>=2.1", external=True, silent=True)
+    # A copy outside the checkout, so nothing can import the working copy's django_segment_seq.
+    example = out / "example_project"
+    shutil.copytree(ROOT / "example_project", example, ignore=shutil.ignore_patterns("db.sqlite3*", "__pycache__"))
+    manage = [python, str(example / "manage.py")]
+    env = {"DATABASE_URL": f"sqlite:///{out / 'shop.sqlite3'}", "DJANGO_SETTINGS_MODULE": "shop_site.settings"}
+    where = session.run(
+        *manage,
+        "shell",
+        "-c",
+        "import django_segment_seq; print(django_segment_seq.__file__)",
+        external=True,
+        env=env,
+        silent=True,
+    )
+    if f"{clean}/lib/" not in str(where):
+        session.error(f"the example imported django_segment_seq from {str(where).strip()}, not from the wheel")
+    session.run(*manage, "migrate", "--verbosity", "0", external=True, env=env)
+    demo = session.run(*manage, "demo", external=True, env=env, silent=True)  # printed whole only if it fails
+    verdict = [line for line in str(demo).splitlines() if line.startswith("OK:")]
+    session.log("demo from the wheel: " + (verdict[0] if verdict else str(demo).strip().splitlines()[-1]))
+    shutil.rmtree(out)
+
+
+@nox.session(python="3.13")
+def lint(session: nox.Session) -> None:
+    """ruff (lint and format) and mypy --strict with django-stubs: runs all three, fails if any finds something."""
+    session.install("-e", ".", *LINT_REQUIREMENTS, django_requirement(CELLS[0].django))
+    commands = {
+        "ruff check": ["ruff", "check", "."],
+        "ruff format": ["ruff", "format", "--check", "."],
+        "mypy": ["mypy", "--strict", "django_segment_seq"],
+    }
+    failed = []
+    for name, command in commands.items():
+        session.log(" ".join(command))
+        if subprocess.call([str(Path(session.bin) / command[0]), *command[1:]], cwd=ROOT) != 0:
+            failed.append(name)
+    if failed:
+        session.error("findings from " + ", ".join(failed))
