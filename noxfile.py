@@ -42,7 +42,7 @@ class Cell:
 CELLS = [
     Cell(django="6.1", python="3.13", suite="full", coverage=True),
     Cell(django="6.0", python="3.12", suite="core"),
-    Cell(django="5.2", python="3.11", suite="full"),
+    Cell(django="5.2", python="3.11", suite="core"),
 ]
 
 # Left out of the core suite: the slow files that start many processes, kill them or restart servers.
@@ -51,7 +51,15 @@ NOT_CORE = [
     "tests/test_faults.py",
     "tests/test_server_restart.py",
     "tests/test_benchmark.py",
+    "tests/test_benchmark_connections.py",
+    "tests/test_snowflake_benchmark.py",
     "tests/test_concurrency.py",
+    "tests/test_isolation.py",
+    "tests/test_admin_browser.py",
+    "tests/test_user_project.py",
+    "tests/test_testing.py",
+    "tests/test_caller_row_locks.py",
+    "tests/test_bounded_waits.py",
 ]
 
 
