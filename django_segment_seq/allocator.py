@@ -44,6 +44,15 @@ LOCK_TIMEOUT_SQLSTATES = frozenset({"55P03"})
 LOCK_TIMEOUT_MYSQL_CODES = frozenset({1205})
 
 
+# Django 6.1 renamed transaction.savepoint() to savepoint_create() and deprecates the old name.
+_savepoint_create = getattr(transaction, "savepoint_create", None) or transaction.savepoint
+
+
+def _savepoint(alias: str) -> str | None:
+    """A savepoint in the caller's transaction, so an error of ours never breaks it."""
+    return _savepoint_create(using=alias)  # type: ignore[no-any-return]
+
+
 class RowBusy(Exception):
     """Another transaction holds the row, or SQLite's write lock, past the lock timeout."""
 
@@ -156,7 +165,7 @@ def _in_caller_transaction(
     transaction holds the row after all.
     """
     sql = statements_for(caller, settings["LOCK_TIMEOUT"])
-    sid = transaction.savepoint(using=alias)
+    sid = _savepoint(alias)
     try:
         with caller.cursor() as cursor:
             if sql.take_write_lock is not None:
@@ -445,7 +454,7 @@ def ensure_derived_row(
         except RowBusy as exc:
             if not (inside and caller_holds_row(caller, base_name or name)):
                 raise SequenceUnavailable(name, alias, 1, exc) from exc
-    sid = transaction.savepoint(using=alias)
+    sid = _savepoint(alias)
     try:
         with caller.cursor() as cursor:
             take_write_lock = statements_for(caller).take_write_lock
