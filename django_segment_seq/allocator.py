@@ -56,6 +56,12 @@ def _savepoint(alias: str) -> str | None:
 class RowBusy(Exception):
     """Another transaction holds the row, or SQLite's write lock, past the lock timeout."""
 
+    def __init__(self, message: str, row: Row | None = None) -> None:
+        super().__init__(message)
+        # The row as committed when it was found locked, when known: a version that moves between two
+        # such findings means others are making progress (contention), not that one holds it.
+        self.row = row
+
 
 class _RowMissing(Exception):
     """The row does not exist as this connection sees it, and this connection may not create it."""
@@ -108,6 +114,7 @@ def allocate(
     probe_caller = caller is not None and inside and caller.vendor != "sqlite"
     may_create = create and not use_caller and not probe_caller
     deadline = time.monotonic() + settings["LOCK_TIMEOUT"]
+    held_version: int | None = None
     while True:
         try:
             with _connection(alias, caller if use_caller else None) as connection:
@@ -117,15 +124,28 @@ def allocate(
             if not create:
                 raise SequenceNotFound(name, alias) from None
             if caller is not None and probe_caller and caller_holds_row(caller, name):
-                return _inside(caller, alias, name, wanted, settings, result)
+                try:
+                    return _in_caller_transaction(caller, alias, name, wanted, settings, result)
+                except RowBusy:
+                    pass  # the caller's mark covered more than this row: it is not the caller's after all
             use_caller = False  # created on a private connection, whose lock waits are bounded
             may_create = True
         except RowBusy as exc:
             result.busy += 1
             if caller is not None and probe_caller and caller_holds_row(caller, name):
-                return _inside(caller, alias, name, wanted, settings, result)
-            # Another transaction holds it: wait for that one, within the bound.
-            if time.monotonic() >= deadline:
+                try:
+                    return _in_caller_transaction(caller, alias, name, wanted, settings, result)
+                except RowBusy:
+                    pass  # the caller's mark covered more than this row: it is not the caller's after all
+            # Another transaction holds it: wait for that one, within the bound. The bound restarts while
+            # the row keeps moving: short holds by one process after another are contention, which
+            # MAX_RETRIES bounds.
+            if exc.row is not None and exc.row.version != held_version:
+                held_version = exc.row.version
+                deadline = time.monotonic() + settings["LOCK_TIMEOUT"]
+                if result.busy > settings["MAX_RETRIES"]:
+                    raise SequenceContention(name, result.busy) from exc
+            elif time.monotonic() >= deadline:
                 raise SequenceUnavailable(
                     name, alias, result.busy, RowBusy(f"the row was held by another transaction for over {settings['LOCK_TIMEOUT']} s")
                 ) from exc
@@ -285,8 +305,9 @@ def _read_unless_locked(cursor: Any, sql: Statements, name: str, result: Allocat
     row = _read_row(cursor, sql.select_row_unless_locked, name)
     if row is None and sql.select_row_unless_locked != sql.select_row:
         result.round_trips += 1
-        if _read_row(cursor, sql.select_row, name) is not None:
-            raise RowBusy("the row is locked by another transaction")
+        committed = _read_row(cursor, sql.select_row, name)
+        if committed is not None:
+            raise RowBusy("the row is locked by another transaction", committed)
     return row
 
 
