@@ -86,6 +86,23 @@ def _server(db: str, found: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+def start_together(procs: list[subprocess.Popen[str]], kind: str) -> list[dict[str, Any]]:
+    """Wait until every worker says "ready", release them all at once, and return each one's last JSON line."""
+    for proc in procs:
+        if proc.stdout.readline().strip() != "ready":  # type: ignore[union-attr]
+            raise RuntimeError(f"{kind} worker did not start (exit {proc.wait(60)})")
+    for proc in procs:
+        proc.stdin.write("go\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+    results = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=1800)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{kind} worker failed (exit {proc.returncode})")
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
 @contextlib.contextmanager
 def scratch_database(db: str) -> Iterator[Any]:
     """Django set up on `db` with a throw-away database, dropped afterwards with every connection the run opened."""
@@ -173,20 +190,7 @@ def run_processes(
         subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
         for _ in range(processes)
     ]
-    for proc in procs:
-        line = proc.stdout.readline().strip()
-        if line != "ready":
-            proc.wait()
-            raise RuntimeError(f"{kind} worker did not start (exit {proc.returncode})")
-    for proc in procs:
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-    results = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=1800)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{kind} worker failed (exit {proc.returncode})")
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = start_together(procs, kind)
     total = sum(r["count"] for r in results)
     elapsed = max(r["end"] for r in results) - min(r["start"] for r in results)
     summary: dict[str, Any] = {"processes": processes, "numbers": total, "seconds": elapsed, "per_second": total / elapsed}

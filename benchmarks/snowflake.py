@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench import _version, scratch_database, setup_django  # noqa: E402 - after the path that makes it importable
+from benchmarks.bench import _version, scratch_database, setup_django, start_together  # noqa: E402 - after the path that makes it importable
 
 SIZES = {
     # name: (full run, smoke run)
@@ -94,18 +94,7 @@ def run_processes(args: argparse.Namespace, kind: str, tmp: Path) -> dict[str, A
         for out in outs
     ]
     try:
-        for proc in procs:
-            if proc.stdout.readline().strip() != "ready":
-                raise RuntimeError(f"{kind} worker did not start (exit {proc.wait(60)})")
-        for proc in procs:
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        results = []
-        for proc in procs:
-            out, _ = proc.communicate(timeout=1800)
-            if proc.returncode != 0:
-                raise RuntimeError(f"{kind} worker failed (exit {proc.returncode})")
-            results.append(json.loads(out.strip().splitlines()[-1]))
+        results = start_together(procs, kind)
     finally:
         for proc in procs:
             if proc.poll() is None:
