@@ -50,26 +50,37 @@ def database_settings(db: str, name: str | None) -> dict[str, Any]:
     scratch = f"bench_segment_seq_{os.getpid()}"
     if db == "sqlite":
         path = name or os.path.join(tempfile.gettempdir(), scratch + ".sqlite3")
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": path, "OPTIONS": {"timeout": 30}, "TEST": {"NAME": path}}
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": path,
+            "OPTIONS": {"timeout": 30},
+            "TEST": {"NAME": path},
+        }
     if db == "mariadb":
-        return _server(db, {
-            "ENGINE": "django.db.backends.mysql",
-            "HOST": os.environ.get("SEGMENT_SEQ_BENCH_MARIADB_HOST", "127.0.0.1"),
-            "PORT": 3306,
-            "USER": "root",
-            "NAME": name or "test",
-            "OPTIONS": {"charset": "utf8mb4"},
-            "TEST": {"NAME": scratch, "CHARSET": "utf8mb4"},
-        })
+        return _server(
+            db,
+            {
+                "ENGINE": "django.db.backends.mysql",
+                "HOST": os.environ.get("SEGMENT_SEQ_BENCH_MARIADB_HOST", "127.0.0.1"),
+                "PORT": 3306,
+                "USER": "root",
+                "NAME": name or "test",
+                "OPTIONS": {"charset": "utf8mb4"},
+                "TEST": {"NAME": scratch, "CHARSET": "utf8mb4"},
+            },
+        )
     if db == "postgres":
-        return _server(db, {
-            "ENGINE": "django.db.backends.postgresql",
-            "HOST": os.environ.get("SEGMENT_SEQ_BENCH_POSTGRES_HOST", "127.0.0.1"),
-            "PORT": 5432,
-            "USER": "postgres",
-            "NAME": name or "test",
-            "TEST": {"NAME": scratch},
-        })
+        return _server(
+            db,
+            {
+                "ENGINE": "django.db.backends.postgresql",
+                "HOST": os.environ.get("SEGMENT_SEQ_BENCH_POSTGRES_HOST", "127.0.0.1"),
+                "PORT": 5432,
+                "USER": "postgres",
+                "NAME": name or "test",
+                "TEST": {"NAME": scratch},
+            },
+        )
     raise SystemExit(f"--db must be sqlite, mariadb or postgres, not {db!r}")
 
 
@@ -144,10 +155,10 @@ def worker(args: argparse.Namespace) -> None:
     setup_django(args.db, args.dbname, json.loads(args.segment_seq))
     from dataclasses import asdict
 
-    from django_segment_seq import next_value, sequence_stats
+    from django.db import OperationalError
     from sequences import get_next_value
 
-    from django.db import OperationalError
+    from django_segment_seq import next_value, sequence_stats
 
     locked = 0
 
@@ -177,7 +188,12 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def run_processes(
-    args: argparse.Namespace, kind: str, name: str, processes: int, count: int, segment_seq: dict[str, Any] | None = None
+    args: argparse.Namespace,
+    kind: str,
+    name: str,
+    processes: int,
+    count: int,
+    segment_seq: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Start `processes` workers, release them together, and sum what they did."""
     from django.db import connection
@@ -193,12 +209,24 @@ def run_processes(
     results = start_together(procs, kind)
     total = sum(r["count"] for r in results)
     elapsed = max(r["end"] for r in results) - min(r["start"] for r in results)
-    summary: dict[str, Any] = {"processes": processes, "numbers": total, "seconds": elapsed, "per_second": total / elapsed}
+    summary: dict[str, Any] = {
+        "processes": processes,
+        "numbers": total,
+        "seconds": elapsed,
+        "per_second": total / elapsed,
+    }
     summary["database_locked_retries"] = sum(r["locked"] for r in results)
     if kind == "seq":
         figures = [r["stats"][f"default:{name}"] for r in results]
         before = [r["at_start"][f"default:{name}"] for r in results]
-        for key in ("ranges_fetched", "retries", "round_trips", "foreground_fetches", "background_fetches", "waits_for_background"):
+        for key in (
+            "ranges_fetched",
+            "retries",
+            "round_trips",
+            "foreground_fetches",
+            "background_fetches",
+            "waits_for_background",
+        ):
             summary[key] = sum(f[key] for f in figures)
             # After the start-up fetch of each process (all four hit the row at the same instant).
             summary[f"{key}_after_start"] = summary[key] - sum(f[key] for f in before)
@@ -408,28 +436,94 @@ def table(db: str, r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         return "ok" if ok else "MISSED"
 
     rows = [
-        ("cached next_value() / bare lock+counter", f"{r['inprocess']['ratio']:.2f} x", ">= 0.5 x", verdict(r["inprocess"]["ratio"] >= 0.5)),
+        (
+            "cached next_value() / bare lock+counter",
+            f"{r['inprocess']['ratio']:.2f} x",
+            ">= 0.5 x",
+            verdict(r["inprocess"]["ratio"] >= 0.5),
+        ),
         ("next_value() numbers/s, 1 process", f"{p['segment_seq_1']['per_second']:,.0f}", "", ""),
         ("django-sequences numbers/s, 1 process", f"{p['django_sequences_1']['per_second']:,.0f}", "", ""),
         ("next_value() / django-sequences, 1 process", f"{p['ratio_1']:,.0f} x", "", ""),
         (f"next_value() numbers/s, {four['processes']} processes", f"{four['per_second']:,.0f}", "", ""),
-        (f"django-sequences numbers/s, {four['processes']} processes", f"{p['django_sequences_4']['per_second']:,.0f}", "", ""),
-        (f"next_value() / django-sequences, {four['processes']} processes", f"{p['ratio_4']:,.0f} x", ">= 500 x",
-         verdict(p["ratio_4"] >= 500) if db != "sqlite" else "(MariaDB/PostgreSQL)"),
-        (f"retries / allocations, {four['processes']} processes, adaptive step", f"{four['retry_share']:.1%}", "<= 10%", verdict(four["retry_share"] <= 0.10)),
-        ("retries / allocations, adaptive, after first ranges", f"{four['retry_share_after_start']:.1%}", "<= 10%", verdict(four["retry_share_after_start"] <= 0.10)),
-        (f"retries / allocations, {four['processes']} processes, fixed step 1000", f"{fixed['retry_share']:.1%}", "<= 10%", verdict(fixed["retry_share"] <= 0.10)),
-        ("allocations, adaptive step (bound ceil(N/1000)+P)", f"{four['allocations']} / {four['allocation_bound']}", "<= bound", verdict(four["allocations"] <= four["allocation_bound"])),
-        ("allocations, fixed step 1000 (bound ceil(N/1000)+P)", f"{fixed['allocations']} / {fixed['allocation_bound']}", "<= bound", verdict(fixed["allocations"] <= fixed["allocation_bound"])),
+        (
+            f"django-sequences numbers/s, {four['processes']} processes",
+            f"{p['django_sequences_4']['per_second']:,.0f}",
+            "",
+            "",
+        ),
+        (
+            f"next_value() / django-sequences, {four['processes']} processes",
+            f"{p['ratio_4']:,.0f} x",
+            ">= 500 x",
+            verdict(p["ratio_4"] >= 500) if db != "sqlite" else "(MariaDB/PostgreSQL)",
+        ),
+        (
+            f"retries / allocations, {four['processes']} processes, adaptive step",
+            f"{four['retry_share']:.1%}",
+            "<= 10%",
+            verdict(four["retry_share"] <= 0.10),
+        ),
+        (
+            "retries / allocations, adaptive, after first ranges",
+            f"{four['retry_share_after_start']:.1%}",
+            "<= 10%",
+            verdict(four["retry_share_after_start"] <= 0.10),
+        ),
+        (
+            f"retries / allocations, {four['processes']} processes, fixed step 1000",
+            f"{fixed['retry_share']:.1%}",
+            "<= 10%",
+            verdict(fixed["retry_share"] <= 0.10),
+        ),
+        (
+            "allocations, adaptive step (bound ceil(N/1000)+P)",
+            f"{four['allocations']} / {four['allocation_bound']}",
+            "<= bound",
+            verdict(four["allocations"] <= four["allocation_bound"]),
+        ),
+        (
+            "allocations, fixed step 1000 (bound ceil(N/1000)+P)",
+            f"{fixed['allocations']} / {fixed['allocation_bound']}",
+            "<= bound",
+            verdict(fixed["allocations"] <= fixed["allocation_bound"]),
+        ),
         ("round trips per 1M numbers, 4 processes, adaptive", f"{four['round_trips_per_million']:,.0f}", "", ""),
         ("round trips per 1M numbers, 4 processes, fixed step", f"{fixed['round_trips_per_million']:,.0f}", "", ""),
-        ("create(): SequenceField key / AutoField (median)", f"{r['create']['ratio']:.3f} x", ">= 0.95 x", verdict(r["create"]["ratio"] >= 0.95)),
-        ("bulk_create: SequenceField keys / counter keys (paired median)", f"{r['bulk']['ratio_to_counter']:.3f} x", ">= 0.95 x", verdict(r["bulk"]["ratio_to_counter"] >= 0.95)),
-        ("bulk_create: SequenceField keys / AutoField (paired median)", f"{r['bulk']['ratio_to_auto']:.3f} x", "reported", ""),
-        ("bulk_create: allocations for all batches", f"{r['bulk']['allocations']}", "1 per call at most", verdict(r["bulk"]["allocations"] <= r["bulk"]["rows"] // r["bulk"]["batch"])),
+        (
+            "create(): SequenceField key / AutoField (median)",
+            f"{r['create']['ratio']:.3f} x",
+            ">= 0.95 x",
+            verdict(r["create"]["ratio"] >= 0.95),
+        ),
+        (
+            "bulk_create: SequenceField keys / counter keys (paired median)",
+            f"{r['bulk']['ratio_to_counter']:.3f} x",
+            ">= 0.95 x",
+            verdict(r["bulk"]["ratio_to_counter"] >= 0.95),
+        ),
+        (
+            "bulk_create: SequenceField keys / AutoField (paired median)",
+            f"{r['bulk']['ratio_to_auto']:.3f} x",
+            "reported",
+            "",
+        ),
+        (
+            "bulk_create: allocations for all batches",
+            f"{r['bulk']['allocations']}",
+            "1 per call at most",
+            verdict(r["bulk"]["allocations"] <= r["bulk"]["rows"] // r["bulk"]["batch"]),
+        ),
     ]
     for label, s in r["steady"].items():
-        rows.append((f"steady demand, {label}: blocking fetches per 1M", f"{s['blocking_per_million']:.0f}", "0", verdict(s["blocking_fetches"] == 0)))
+        rows.append(
+            (
+                f"steady demand, {label}: blocking fetches per 1M",
+                f"{s['blocking_per_million']:.0f}",
+                "0",
+                verdict(s["blocking_fetches"] == 0),
+            )
+        )
         rows.append((f"steady demand, {label}: round trips per 1M", f"{s['round_trips_per_million']:,.0f}", "", ""))
     return rows
 
@@ -440,8 +534,11 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks that every part runs")
     parser.add_argument("--json", help="where to write the figures (default benchmarks/results-DB.json)")
     parser.add_argument("--processes", type=int, default=4)
-    parser.add_argument("--only", help="comma-separated parts to run, printed as JSON (no table, no file); "
-                        "'connections' (also part of a full run, not of --smoke) prints its table and writes results-connections-DB.json")
+    parser.add_argument(
+        "--only",
+        help="comma-separated parts to run, printed as JSON (no table, no file); "
+        "'connections' (also part of a full run, not of --smoke) prints its table and writes results-connections-DB.json",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--dbname", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
@@ -467,7 +564,9 @@ def main() -> None:
             # which has its own test of it); it prints and writes its own report.
             from benchmarks import connections
 
-            parts["connections"] = lambda: connections.run(args.db, str(connection.settings_dict["NAME"]), smoke=args.smoke)
+            parts["connections"] = lambda: connections.run(
+                args.db, str(connection.settings_dict["NAME"]), smoke=args.smoke
+            )
         for part, run in parts.items():
             if not args.only or part in args.only.split(","):
                 results[part] = run()

@@ -210,7 +210,9 @@ class Crew:
         try:
             for i, command in enumerate(commands):
                 with open(workdir / f"worker{i}.err", "wb") as err:
-                    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=ROOT)
+                    proc = subprocess.Popen(
+                        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=ROOT
+                    )
                 self.procs.append(proc)
                 self.pending.append(b"")
                 self.heard.append([])
@@ -319,7 +321,9 @@ def server_limits() -> dict[str, int]:
 
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SELECT current_setting('max_connections'), current_setting('superuser_reserved_connections')")
+            cursor.execute(
+                "SELECT current_setting('max_connections'), current_setting('superuser_reserved_connections')"
+            )
             limit, reserved = cursor.fetchone()
             return {"max_connections": int(limit), "superuser_reserved_connections": int(reserved)}
         cursor.execute("SELECT @@max_connections")
@@ -471,9 +475,14 @@ def measure_start(db: str, dbname: str, processes: int, count: int, workdir: Pat
         "background_failures": summed(figures, "background_failures"),
         "background_fetches": summed(figures, "background_fetches"),
         "ranges_fetched": summed(figures, "ranges_fetched"),
-        "first_number_seconds": {key: _finite(value) for key, value in (
-            ("p50", percentile(firsts, 0.50)), ("p99", percentile(firsts, 0.99)), ("max", max(firsts, default=None))
-        )},  # fmt: skip
+        "first_number_seconds": {
+            key: _finite(value)
+            for key, value in (
+                ("p50", percentile(firsts, 0.50)),
+                ("p99", percentile(firsts, 0.99)),
+                ("max", max(firsts, default=None)),
+            )
+        },  # fmt: skip
         "first_number_seconds_p50_of_processes_with_one": percentile([t for t in firsts if not math.isinf(t)], 0.50),
         "connect_seconds_p50": _finite(percentile([_or_inf(f["connect_seconds"]) for f in figures], 0.50)),
         "startup_seconds": ready - launched,
@@ -498,10 +507,9 @@ def run(db: str, dbname: str, *, smoke: bool = False, keep: Path | None = None) 
     """
     from django.db import connection
 
+    from benchmarks.bench import _version
     from django_segment_seq import close_connections, wait_for_prefetch
     from django_segment_seq.conf import DEFAULTS
-
-    from benchmarks.bench import _version
 
     # The parent keeps its Django connection only: it counts the sessions, and 96 workers need the rest.
     wait_for_prefetch(30)
@@ -522,14 +530,22 @@ def run(db: str, dbname: str, *, smoke: bool = False, keep: Path | None = None) 
         results["steady"] = measure_steady(
             db, dbname, size("steady_processes", smoke), size("steady_seconds", smoke), workdir
         )
-        results["start"] = measure_start(db, dbname, size("start_processes", smoke), size("start_numbers", smoke), workdir)
+        results["start"] = measure_start(
+            db, dbname, size("start_processes", smoke), size("start_numbers", smoke), workdir
+        )
     results["seconds"] = time.time() - started
     return results
 
 
 def _commit() -> str | None:
     try:
-        done = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        done = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=7"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None
@@ -555,30 +571,56 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str]]:
         ]  # fmt: skip
     else:
         rows.append(("steady: server sessions", sessions, ""))
-    rows.append(("steady: numbers / duplicates / errors", f"{steady['numbers']:,} / {steady['duplicates']} / {sum(steady['errors'].values())}", "dups 0"))
+    rows.append(
+        (
+            "steady: numbers / duplicates / errors",
+            f"{steady['numbers']:,} / {steady['duplicates']} / {sum(steady['errors'].values())}",
+            "dups 0",
+        )
+    )
     if not start["applicable"]:
         rows.append((f"start, {start['processes']} processes", start["reason"], ""))
         return rows
     p = start["processes"]
-    kinds = "; ".join(f"{kind} x{times}" for kind, times in sorted(start["errors_by_kind"].items(), key=lambda kv: -kv[1]))
+    kinds = "; ".join(
+        f"{kind} x{times}" for kind, times in sorted(start["errors_by_kind"].items(), key=lambda kv: -kv[1])
+    )
     firsts = start["first_number_seconds"]
     rows += [
         (f"start, {p} processes: errors raised to callers", f"{start['errors']:,}", "0"),
-        ("start: processes with errors / without a number / short of numbers",
-         f"{start['processes_with_errors']} / {start['processes_without_a_number']} / {start['processes_short_of_numbers']}",
-         "0 / 0 / 0"),
+        (
+            "start: processes with errors / without a number / short of numbers",
+            f"{start['processes_with_errors']} / {start['processes_without_a_number']} / {start['processes_short_of_numbers']}",
+            "0 / 0 / 0",
+        ),
         ("start: error kinds", kinds or "none", ""),
-        ("start: Django connections refused / processes left without one",
-         f"{sum(start['django_connect_errors'].values())} / {start['processes_without_a_django_connection']}", "0 / 0"),
+        (
+            "start: Django connections refused / processes left without one",
+            f"{sum(start['django_connect_errors'].values())} / {start['processes_without_a_django_connection']}",
+            "0 / 0",
+        ),
         ("start: retries (lost CAS) / failures (DB errors retried)", f"{start['retries']} / {start['failures']}", ""),
         ("start: background fetch failures", f"{start['background_failures']}", "0"),
-        ("start: time to first number p50 / p99 / max, ms",
-         " / ".join(_ms(firsts[k], start["first_number_timeout_seconds"]) for k in ("p50", "p99", "max")), ""),
-        ("start: time to first number p50 of processes that got one, ms",
-         _ms(start["first_number_seconds_p50_of_processes_with_one"]), ""),
-        ("start: peak sessions on database / server", f"{start['sessions']['peak_on_database']} / {start['sessions']['peak_on_server']}", ""),
-        ("start: extra sessions at the end (per process)",
-         f"{start['sessions']['extra_at_end']} ({_num(start['sessions']['extra_per_process_at_end'])})", ""),
+        (
+            "start: time to first number p50 / p99 / max, ms",
+            " / ".join(_ms(firsts[k], start["first_number_timeout_seconds"]) for k in ("p50", "p99", "max")),
+            "",
+        ),
+        (
+            "start: time to first number p50 of processes that got one, ms",
+            _ms(start["first_number_seconds_p50_of_processes_with_one"]),
+            "",
+        ),
+        (
+            "start: peak sessions on database / server",
+            f"{start['sessions']['peak_on_database']} / {start['sessions']['peak_on_server']}",
+            "",
+        ),
+        (
+            "start: extra sessions at the end (per process)",
+            f"{start['sessions']['extra_at_end']} ({_num(start['sessions']['extra_per_process_at_end'])})",
+            "",
+        ),
         ("start: numbers / duplicates", f"{start['numbers']:,} / {start['duplicates']}", "dups 0"),
     ]
     return rows
@@ -623,7 +665,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db", required=True, choices=["sqlite", "mariadb", "postgres"])
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (4 processes): checks that every part runs")
     parser.add_argument("--json", help="where to write the figures (default benchmarks/results-connections-DB.json)")
-    parser.add_argument("--keep-numbers", type=Path, help="keep every worker's numbers (steady*.txt, start*.txt) in this folder")
+    parser.add_argument(
+        "--keep-numbers", type=Path, help="keep every worker's numbers (steady*.txt, start*.txt) in this folder"
+    )
     parser.add_argument("--worker", choices=["steady", "start"], help=argparse.SUPPRESS)
     parser.add_argument("--dbname", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)

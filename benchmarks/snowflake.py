@@ -87,9 +87,24 @@ def run_processes(args: argparse.Namespace, kind: str, tmp: Path) -> dict[str, A
     count = size("per_process", args.smoke)
     procs = [
         subprocess.Popen(
-            [sys.executable, __file__, "--db", args.db, "--worker", kind, "--dbname", str(connection.settings_dict["NAME"]),
-             "--count", str(count), "--out", str(out)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+            [
+                sys.executable,
+                __file__,
+                "--db",
+                args.db,
+                "--worker",
+                kind,
+                "--dbname",
+                str(connection.settings_dict["NAME"]),
+                "--count",
+                str(count),
+                "--out",
+                str(out),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
         )  # fmt: skip
         for out in outs
     ]
@@ -104,7 +119,13 @@ def run_processes(args: argparse.Namespace, kind: str, tmp: Path) -> dict[str, A
         out.unlink()
     total = sum(r["count"] for r in results)
     seconds = max(r["end"] for r in results) - min(r["start"] for r in results)
-    return {"processes": PROCESSES, "ids": total, "distinct": len(set(ids)), "seconds": seconds, "per_second": total / seconds}
+    return {
+        "processes": PROCESSES,
+        "ids": total,
+        "distinct": len(set(ids)),
+        "seconds": seconds,
+        "per_second": total / seconds,
+    }
 
 
 # --- measurements ----------------------------------------------------------------------------------
@@ -204,16 +225,28 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     inproc, procs, create, bulk = r["inprocess"], r["processes"], r["create"], r["bulk"]
     snow = procs["snowflake"]
     rows = [
-        ("next_snowflake() ids/s, 1 process (median burst)", f"{inproc['snowflake']:,.0f}", ">= 1,000,000",
-         "ok" if inproc["snowflake"] >= 1_000_000 else "MISSED"),
+        (
+            "next_snowflake() ids/s, 1 process (median burst)",
+            f"{inproc['snowflake']:,.0f}",
+            ">= 1,000,000",
+            "ok" if inproc["snowflake"] >= 1_000_000 else "MISSED",
+        ),
         ("next_snowflake() ids/s, 1 process (best burst)", f"{inproc['best']['snowflake']:,.0f}", "", ""),
-        (f"database round trips during those {inproc['snowflake_ids']:,} ids", f"{inproc['snowflake_round_trips']}",
-         "0 but renewals", ""),
+        (
+            f"database round trips during those {inproc['snowflake_ids']:,} ids",
+            f"{inproc['snowflake_round_trips']}",
+            "0 but renewals",
+            "",
+        ),
         ("next_value() ids/s, 1 process (cached, median burst)", f"{inproc['next_value']:,.0f}", "", ""),
         (f"uuid.{UUID_KIND}() ids/s, 1 process", f"{inproc[UUID_KIND]:,.0f}", "", ""),
         ("bare lock+counter ids/s, 1 process", f"{inproc['bare lock+counter']:,.0f}", "", ""),
-        (f"next_snowflake(layout='js53') ids/s over {inproc['js53_ids']:,} ids", f"{inproc['snowflake_js53']:,.0f}",
-         "", "16,384 a second"),
+        (
+            f"next_snowflake(layout='js53') ids/s over {inproc['js53_ids']:,} ids",
+            f"{inproc['snowflake_js53']:,.0f}",
+            "",
+            "16,384 a second",
+        ),
     ]
     for kind in ("snowflake", "next_value", UUID_KIND):
         p = procs[kind]

@@ -22,7 +22,6 @@ from django.utils import timezone
 
 from . import sqlite
 from .callers import can_carry_allocation, committed, in_transaction
-from .holders import caller_holds_row
 from .conf import app_settings
 from .dbconn import pool
 from .exceptions import (
@@ -31,6 +30,7 @@ from .exceptions import (
     SequenceNotFound,
     SequenceUnavailable,
 )
+from .holders import caller_holds_row
 from .ranges import Block, Row, next_block
 from .statements import COMMIT, ROLLBACK, Statements, statements_for
 
@@ -147,7 +147,10 @@ def allocate(
                     raise SequenceContention(name, result.busy) from exc
             elif time.monotonic() >= deadline:
                 raise SequenceUnavailable(
-                    name, alias, result.busy, RowBusy(f"the row was held by another transaction for over {settings['LOCK_TIMEOUT']} s")
+                    name,
+                    alias,
+                    result.busy,
+                    RowBusy(f"the row was held by another transaction for over {settings['LOCK_TIMEOUT']} s"),
                 ) from exc
             backoff(result.busy, settings["MAX_BACKOFF"])
         except TRANSIENT_ERRORS as exc:
@@ -447,7 +450,15 @@ def _create_derived_row(
         step = min(template.step, max_value - template.min_value + 1)
         row = Row(template.min_value - 1, step, template.min_value, max_value, template.cycle, 0)
         _create_row(
-            connection, cursor, sql.insert_if_missing, alias, name, settings, template=row, base_name=base_name, period=period
+            connection,
+            cursor,
+            sql.insert_if_missing,
+            alias,
+            name,
+            settings,
+            template=row,
+            base_name=base_name,
+            period=period,
         )
 
 

@@ -109,7 +109,10 @@ def _fill_batch(
 
 
 def _update_if_empty(
-    field: _SequenceFieldMixin, model: type[models.Model], connection: BaseDatabaseWrapper, values: list[tuple[Any, Any]]
+    field: _SequenceFieldMixin,
+    model: type[models.Model],
+    connection: BaseDatabaseWrapper,
+    values: list[tuple[Any, Any]],
 ) -> int:
     """Set each row's value in one UPDATE per chunk, changing only rows whose value is still empty (someone else may
     have filled one meanwhile); returns the rows changed."""

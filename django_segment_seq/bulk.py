@@ -7,7 +7,8 @@ from it) or by calling `fill_sequences(objs)` yourself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence as SequenceOf
+from collections.abc import Iterable
+from collections.abc import Sequence as SequenceOf
 from typing import Any
 
 from django.db import models

@@ -66,21 +66,21 @@ class _Slot:
 
     __slots__ = (
         "alias",
-        "name",
-        "lock",
-        "ready",
-        "first",
-        "next",
-        "last",
-        "trigger",
-        "started",
-        "pending",
-        "fetching",
-        "hint",
         "completed",
         "contended",
+        "fetching",
+        "first",
+        "hint",
+        "last",
+        "lock",
+        "name",
+        "next",
         "on_sqlite",
+        "pending",
+        "ready",
+        "started",
         "stats",
+        "trigger",
     )
 
     def __init__(self, alias: str, name: str, on_sqlite: bool) -> None:
@@ -262,9 +262,7 @@ class RangeCache:
             if numbers is not None:
                 slot.stats.handed_out += wanted
                 return numbers
-        allocation = allocate(
-            slot.alias, slot.name, wanted, prefer=self._next_size(slot), known_held=held is not None
-        )
+        allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot), known_held=held is not None)
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
         block = allocation.block

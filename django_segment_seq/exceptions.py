@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 __all__ = [
+    "SequenceContention",
     "SequenceError",
     "SequenceExhausted",
-    "SequenceContention",
-    "SequenceUnavailable",
-    "SequenceNotFound",
     "SequenceMisconfigured",
+    "SequenceNotFound",
+    "SequenceUnavailable",
 ]
 
 
@@ -51,9 +51,7 @@ class SequenceUnavailable(SequenceError):
         self.name = name
         self.alias = alias
         self.attempts = attempts
-        super().__init__(
-            f"Sequence {name!r}: database {alias!r} failed {attempts} times in a row, last with: {error}"
-        )
+        super().__init__(f"Sequence {name!r}: database {alias!r} failed {attempts} times in a row, last with: {error}")
 
 
 class SequenceNotFound(SequenceError):

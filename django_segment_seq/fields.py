@@ -173,7 +173,7 @@ class _SequenceFieldMixin:
             checks.Error(
                 f"SequenceField reset_on={self.reset_on!r} must name a DateField or DateTimeField of "
                 f"{self.model._meta.label}, which {what}.",
-                hint="Name the model's own date of the record, e.g. reset_on=\"issued_on\".",
+                hint='Name the model\'s own date of the record, e.g. reset_on="issued_on".',
                 obj=self,
                 id="django_segment_seq.E020",
             )
@@ -187,7 +187,7 @@ class _SequenceFieldMixin:
         if self.reset_rule.start_problem:
             problem = f"{self.reset_rule.start_problem}."
         elif self.reset != "yearly":
-            problem = f"fiscal_year_start={start!r} needs reset=\"yearly\", not reset={self.reset!r}."
+            problem = f'fiscal_year_start={start!r} needs reset="yearly", not reset={self.reset!r}.'
         else:
             return []
         return [
@@ -398,7 +398,7 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
         errors: list[checks.CheckMessage] = [
             checks.Error(
                 f"SequenceField format is invalid: {problem}.",
-                hint='Use placeholders {value[:int spec]}, {date[:strftime spec]}, {period} and '
+                hint="Use placeholders {value[:int spec]}, {date[:strftime spec]}, {period} and "
                 '{instance.<attribute>}, e.g. format="OD{date:%Y%m%d}{value:06d}", or a callable '
                 "(value, instance, now) -> str.",
                 obj=self,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable
-from datetime import date, datetime, time, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Union
 
 from django.conf import settings
@@ -96,7 +95,7 @@ def width_cap(spec: str) -> int | None:
 
 def _sample_instants() -> list[datetime]:
     """Noon of every day over fourteen months spanning a year end, in the project's time zone."""
-    zone = timezone.get_default_timezone() if settings.USE_TZ else dt_timezone.utc
+    zone = timezone.get_default_timezone() if settings.USE_TZ else UTC
     start = datetime(2023, 12, 1, 12, 0, 0, 123456)
     instants = []
     for day in range(428):
@@ -160,7 +159,9 @@ class FlowFormat:
     def _add_value(self, spec: str, conversion: str | None) -> None:
         self.has_value = True
         if conversion:
-            self.problems.append("{value} takes no conversion (!r, !s, !a); give an int format spec such as {value:06d}")
+            self.problems.append(
+                "{value} takes no conversion (!r, !s, !a); give an int format spec such as {value:06d}"
+            )
             return
         try:
             format(1, spec)
@@ -245,8 +246,10 @@ class FlowFormat:
             key = reset.sample_key(moment)
             if seen.setdefault(text, key) != key:
                 shown = "".join(text)
-                parts = "date and period parts render" if self.date_specs and self.period_specs else (
-                    "date part renders" if self.date_specs else "period part renders"
+                parts = (
+                    "date and period parts render"
+                    if self.date_specs and self.period_specs
+                    else ("date part renders" if self.date_specs else "period part renders")
                 )
                 return (
                     f"its {parts} {shown!r} both in {seen[text]} and in {key}, "

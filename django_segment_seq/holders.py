@@ -25,7 +25,9 @@ from .txblocks import Held, TransactionMemory
 # Per caller connection: a mark while its atomic block has written or locked the Sequence table.
 _marks = TransactionMemory()
 _TABLE_KEY = "*"
-_WRITES_OR_LOCKS = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b|\bFOR\s+UPDATE\b|\bLOCK\s+IN\s+SHARE\s+MODE\b|\bFOR\s+SHARE\b", re.I)
+_WRITES_OR_LOCKS = re.compile(
+    r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b|\bFOR\s+UPDATE\b|\bLOCK\s+IN\s+SHARE\s+MODE\b|\bFOR\s+SHARE\b", re.I
+)
 
 
 def caller_holds_row(connection: BaseDatabaseWrapper, name: str) -> bool:

@@ -67,7 +67,9 @@ def take(
                 number = gapless_path.take_locked(alias, name)
                 if number is None:  # created inside a transaction that has rolled back since
                     _durable.discard((alias, name))
-                    ensure_row(alias, name, base_name=sequence_name if period is not None else None, period=period, cap=cap)
+                    ensure_row(
+                        alias, name, base_name=sequence_name if period is not None else None, period=period, cap=cap
+                    )
                     number = gapless_path.take(alias, name)
                 return render(_within_cap(name, number, cap))
         number = ranges.take(alias, name)

@@ -38,9 +38,7 @@ def check_row(name: str, row: Row) -> None:
     if row.step < 1:
         raise SequenceMisconfigured(name, f"step is {row.step}, it must be at least 1")
     if row.min_value > row.max_value:
-        raise SequenceMisconfigured(
-            name, f"min_value {row.min_value} is greater than max_value {row.max_value}"
-        )
+        raise SequenceMisconfigured(name, f"min_value {row.min_value} is greater than max_value {row.max_value}")
     if row.min_value <= BIGINT_MIN:
         raise SequenceMisconfigured(name, f"min_value must be greater than {BIGINT_MIN}")
     if row.value > row.max_value:

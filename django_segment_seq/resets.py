@@ -104,7 +104,7 @@ class Reset:
             return key
         if self.is_named:
             if self.reset == "yearly" and self.start_problem:
-                raise ValueError(f"reset=\"yearly\" with {self.start_problem}.")
+                raise ValueError(f'reset="yearly" with {self.start_problem}.')
             return self.sample_key(moment)
         return None
 

@@ -5,7 +5,7 @@ Placeholders in braces are quoted table and column names, filled in once per con
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import NamedTuple
 
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -125,13 +125,11 @@ class Statements(NamedTuple):
     caller_holds_row: str | None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int) -> Statements:
     names = dict(quote, lock_wait=str(lock_wait))
     if vendor not in IF_MISSING:
-        raise NotImplementedError(
-            f"django-segment-seq supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}."
-        )
+        raise NotImplementedError(f"django-segment-seq supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}.")
     return Statements(
         select_row=SELECT_ROW.format(**names),
         select_row_unless_locked=SELECT_ROW_UNLESS_LOCKED[vendor].format(**names),

@@ -26,10 +26,10 @@ __all__ = [
     "DiscoverRunner",
     "SequenceTestCaseMixin",
     "SequenceTestRunnerMixin",
-    "clean_after_test",
-    "reset_sequences",
-    "end_test",
     "begin_test",
+    "clean_after_test",
+    "end_test",
+    "reset_sequences",
 ]
 
 # When the earliest database test whose leftovers are not cleaned up durably yet began.

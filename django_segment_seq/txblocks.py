@@ -22,7 +22,7 @@ def commit_hook_queued(connection: BaseDatabaseWrapper, callback: Callable[[], N
 class Held:
     """Numbers [next, last] of a block (possibly none left) taken inside one transaction, and its commit hook."""
 
-    __slots__ = ("next", "last", "hook", "committed")
+    __slots__ = ("committed", "hook", "last", "next")
 
     def __init__(self, first: int, last: int) -> None:
         self.next = first

@@ -163,7 +163,7 @@ class Clock:
     def __init__(self) -> None:
         self.moment = None
 
-    def set(self, local: str) -> "Clock":
+    def set(self, local: str) -> Clock:
         """Set the clock to a wall time in the project's time zone, e.g. "2026-11-22 23:59:59"."""
         from datetime import datetime
 
@@ -172,7 +172,7 @@ class Clock:
         self.moment = timezone.make_aware(datetime.fromisoformat(local), timezone.get_default_timezone())
         return self
 
-    def advance(self, **delta: float) -> "Clock":
+    def advance(self, **delta: float) -> Clock:
         from datetime import timedelta
 
         self.moment = self.moment + timedelta(**delta)

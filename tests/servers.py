@@ -53,7 +53,7 @@ class PrivateServer:
             try:
                 self.execute("SELECT 1")
                 return
-            except Exception:  # noqa: BLE001 - not up yet; the deadline decides
+            except Exception:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
@@ -92,8 +92,14 @@ class MariaDBServer(PrivateServer):
         super().__init__(workdir)
         self.process: subprocess.Popen[bytes] | None = None
         subprocess.run(
-            ["mariadb-install-db", "--no-defaults", f"--datadir={self.dir / 'data'}", "--skip-test-db",
-             "--auth-root-authentication-method=normal", *self._user()],
+            [
+                "mariadb-install-db",
+                "--no-defaults",
+                f"--datadir={self.dir / 'data'}",
+                "--skip-test-db",
+                "--auth-root-authentication-method=normal",
+                *self._user(),
+            ],
             check=True,
             capture_output=True,
         )
@@ -108,10 +114,20 @@ class MariaDBServer(PrivateServer):
     def start(self) -> None:
         binary = shutil.which("mariadbd") or "/usr/sbin/mariadbd"
         self.process = subprocess.Popen(
-            [binary, "--no-defaults", f"--datadir={self.dir / 'data'}", f"--port={self.port}",
-             "--bind-address=127.0.0.1", f"--socket={self.dir / 'sock'}", f"--pid-file={self.dir / 'pid'}",
-             f"--log-error={self.dir / 'error.log'}", "--skip-grant-tables", "--innodb-buffer-pool-size=16M",
-             "--skip-log-bin", *self._user()],
+            [
+                binary,
+                "--no-defaults",
+                f"--datadir={self.dir / 'data'}",
+                f"--port={self.port}",
+                "--bind-address=127.0.0.1",
+                f"--socket={self.dir / 'sock'}",
+                f"--pid-file={self.dir / 'pid'}",
+                f"--log-error={self.dir / 'error.log'}",
+                "--skip-grant-tables",
+                "--innodb-buffer-pool-size=16M",
+                "--skip-log-bin",
+                *self._user(),
+            ],
         )
         self.wait_until_up()
 

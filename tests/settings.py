@@ -37,7 +37,9 @@ if os.environ.get("SEGMENT_SEQ_TEST_ISOLATION"):
     level = os.environ["SEGMENT_SEQ_TEST_ISOLATION"]
     if BACKEND == "postgres" and level.startswith("default "):
         # psycopg applies isolation_level at BEGIN only; this makes the server apply it to autocommit statements too.
-        database.setdefault("OPTIONS", {})["options"] = "-c default_transaction_isolation=" + level[8:].replace(" ", "\\ ")
+        database.setdefault("OPTIONS", {})["options"] = "-c default_transaction_isolation=" + level[8:].replace(
+            " ", "\\ "
+        )
         level = level[8:]
     if BACKEND == "postgres":
         from psycopg import IsolationLevel

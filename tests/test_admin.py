@@ -131,7 +131,7 @@ def aged(name, days, **fields):
 
 def cell(page, row_name, column):
     """The text of one changelist cell, tags stripped."""
-    row = re.search(rf'<tr>(?:(?!</tr>).)*>{re.escape(row_name)}</a>(?:(?!</tr>).)*</tr>', page, re.S).group(0)
+    row = re.search(rf"<tr>(?:(?!</tr>).)*>{re.escape(row_name)}</a>(?:(?!</tr>).)*</tr>", page, re.S).group(0)
     found = re.search(rf'<td class="field-{column}[^"]*">(.*?)</td>', row, re.S).group(1)
     return " ".join(re.sub(r"<[^>]+>", " ", found).split())
 
@@ -146,7 +146,10 @@ def test_changelist_shows_use_and_when_it_runs_out(admin_client):
     # 41,230 numbers in 3 days is 9.5 a minute; 58,770 more take another 4.28 days.
     assert cell(page, "ticket", "runs_out") == "in 4 days, 6 hours at its average of 9.5 a minute"
     assert [cell(page, "order", c) for c in ("max_value_shown", "used", "left", "runs_out")] == [
-        "no limit", "5,000", "no limit", "no limit"
+        "no limit",
+        "5,000",
+        "no limit",
+        "no limit",
     ]
     assert cell(page, "coupon", "runs_out") == "never nothing handed out yet"
     assert "9223372036854775807" not in page

@@ -139,4 +139,3 @@ def test_operator_edits_a_step_and_the_next_process_uses_it(live_server, browser
     # A process started now takes its first range with the new step.
     assert fetch_in_new_process("invoice", tmp_path) == 11
     assert Sequence.objects.get(name="invoice").value == 10 + 25
-

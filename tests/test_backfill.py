@@ -25,7 +25,9 @@ def test_fills_in_batches_in_primary_key_order():
     empty_rows(10)
     assert count_empty(ImportedOrder, "number") == 10
     picked = []
-    result = fill_empty(ImportedOrder, "number", batch_size=3, progress=lambda rows, filled: picked.append((rows, filled)))
+    result = fill_empty(
+        ImportedOrder, "number", batch_size=3, progress=lambda rows, filled: picked.append((rows, filled))
+    )
     assert (result.filled, result.skipped, result.batches) == (10, 0, 4)
     assert picked == [(3, 3), (3, 3), (3, 3), (1, 1)]
     first = numbers()[0]

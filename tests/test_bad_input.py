@@ -47,7 +47,8 @@ def test_long_name_is_named_in_the_error():
 
 
 @pytest.mark.parametrize(
-    "name", ["číslo-objednávky-№", "订单号", "emoji-🎟️", "a'b\"c`d", "x; DELETE FROM django_segment_seq_sequence", "%s%%_"]
+    "name",
+    ["číslo-objednávky-№", "订单号", "emoji-🎟️", "a'b\"c`d", "x; DELETE FROM django_segment_seq_sequence", "%s%%_"],
 )
 def test_unicode_and_sql_metacharacters_are_plain_names(existing, name):
     assert list(next_values(name, 2)) == [1, 2]

@@ -16,9 +16,7 @@ MANAGE = ROOT / "example_project" / "manage.py"
 
 def manage(*args: str, database_url: str) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": database_url}
-    return subprocess.run(
-        [sys.executable, str(MANAGE), *args], env=env, capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, str(MANAGE), *args], env=env, capture_output=True, text=True, timeout=300)
 
 
 @pytest.fixture

@@ -20,11 +20,11 @@ from django.test import override_settings
 from django_segment_seq import (
     SequenceContention,
     SequenceUnavailable,
+    allocator,
     next_value,
     next_values,
     sequence_stats,
 )
-from django_segment_seq import allocator
 from django_segment_seq.dbconn import pool
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
@@ -325,7 +325,6 @@ def test_a_failed_connection_is_not_kept_as_borrowed():
 
     from django_segment_seq.dbconn import pool
 
-    with pytest.raises(OperationalError):
-        with pool.borrow("default"):
-            raise OperationalError("lost")
+    with pytest.raises(OperationalError), pool.borrow("default"):
+        raise OperationalError("lost")
     assert not pool._borrowed

@@ -35,7 +35,11 @@ def listed_names(page: str) -> list[str]:
 def test_periods_follow_their_sequence_newest_first(admin_client, three_days):
     page = admin_client.get(CHANGELIST).content.decode()
     assert listed_names(page) == [
-        "daily-order", "daily-order@2026-11-23", "daily-order@2026-11-22", "daily-order@2026-11-21", "zzz-other"
+        "daily-order",
+        "daily-order@2026-11-23",
+        "daily-order@2026-11-22",
+        "daily-order@2026-11-21",
+        "zzz-other",
     ]
 
 

@@ -1,7 +1,6 @@
 """Formats of flow numbers: the template mini-language, width caps, widest output, and formatted fields on real models."""
 
-from datetime import date, datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, date, datetime
 
 import pytest
 from django.db import models
@@ -28,7 +27,17 @@ from tests.testapp.models import (
 
 @pytest.mark.parametrize(
     "spec, cap",
-    [("04d", 9999), ("06", 999_999), ("0>3", 999), ("0=5d", 99_999), ("+05d", 9999), ("04x", 0xFFFF), ("d", None), ("6d", None), ("", None)],
+    [
+        ("04d", 9999),
+        ("06", 999_999),
+        ("0>3", 999),
+        ("0=5d", 99_999),
+        ("+05d", 9999),
+        ("04x", 0xFFFF),
+        ("d", None),
+        ("6d", None),
+        ("", None),
+    ],
 )
 def test_zero_padded_width_caps_the_counter(spec, cap):
     assert width_cap(spec) == cap
@@ -91,7 +100,11 @@ def test_formatted_field_deconstructs_to_sequence_field():
     name, path, args, kwargs = field.deconstruct()
     assert path == "django_segment_seq.fields.SequenceField"
     assert kwargs == {
-        "sequence_name": "x", "format": "A{date:%Y}{value:04d}", "reset": "yearly", "gapless": True, "max_length": 20
+        "sequence_name": "x",
+        "format": "A{date:%Y}{value:04d}",
+        "reset": "yearly",
+        "gapless": True,
+        "max_length": 20,
     }
     rebuilt = SequenceField(*args, **kwargs)
     assert isinstance(rebuilt, FormattedSequenceField) and rebuilt.deconstruct() == field.deconstruct()
@@ -103,7 +116,9 @@ pytestmark_db = pytest.mark.django_db(transaction=True)
 @pytestmark_db
 def test_date_and_zero_padded_value(clock):
     assert [DailyOrder.objects.create().order_no for _ in range(3)] == [
-        "OD20261122000001", "OD20261122000002", "OD20261122000003"
+        "OD20261122000001",
+        "OD20261122000002",
+        "OD20261122000003",
     ]
     assert list(DailyOrder.objects.order_by("pk").values_list("order_no", flat=True))[-1] == "OD20261122000003"
 
@@ -173,8 +188,12 @@ def test_new_options_deconstruct_and_reach_migrations():
     )
     _name, _path, args, kwargs = field.deconstruct()
     assert kwargs == {
-        "sequence_name": "x", "format": "{period}{value:04d}", "reset": "yearly", "fiscal_year_start": 4,
-        "reset_on": "issued_on", "max_length": 20,
+        "sequence_name": "x",
+        "format": "{period}{value:04d}",
+        "reset": "yearly",
+        "fiscal_year_start": 4,
+        "reset_on": "issued_on",
+        "max_length": 20,
     }
     assert SequenceField(*args, **kwargs).deconstruct() == field.deconstruct()
     shift = ShiftTicket._meta.get_field("code")
@@ -193,7 +212,8 @@ def test_record_dated_in_december_and_saved_in_january_counts_in_december(clock)
     batch = IssuedInvoice.objects.bulk_create([IssuedInvoice(issued_on=date(2026, 12, 1)), IssuedInvoice()])
     assert [invoice.number for invoice in batch] == ["INV-202612-00003", "INV-202701-00003"]
     assert sorted(Sequence.objects.filter(base_name="issued-invoice").values_list("period", flat=True)) == [
-        "2026-12", "2027-01"
+        "2026-12",
+        "2027-01",
     ]
 
 
@@ -202,10 +222,10 @@ def test_instant_of_a_date_or_datetime(settings):
 
     paris = timezone.get_default_timezone()
     assert instant_of(date(2026, 12, 31)) == datetime(2026, 12, 31, tzinfo=paris)
-    assert instant_of(datetime(2026, 12, 31, 23, 30, tzinfo=dt_timezone.utc)).isoformat() == "2027-01-01T00:30:00+01:00"
+    assert instant_of(datetime(2026, 12, 31, 23, 30, tzinfo=UTC)).isoformat() == "2027-01-01T00:30:00+01:00"
     settings.USE_TZ = False
     assert instant_of(date(2026, 12, 31)) == datetime(2026, 12, 31)
-    assert instant_of(datetime(2026, 12, 31, 23, 30, tzinfo=dt_timezone.utc)) == datetime(2027, 1, 1, 0, 30)
+    assert instant_of(datetime(2026, 12, 31, 23, 30, tzinfo=UTC)) == datetime(2027, 1, 1, 0, 30)
     with pytest.raises(TypeError, match="date or datetime"):
         instant_of(20261231)
 
@@ -219,7 +239,7 @@ def test_a_date_is_its_own_day_whatever_time_zone_is_active(clock):
 
 @pytestmark_db
 def test_a_datetime_counts_in_the_project_time_zone(clock):
-    late_utc = datetime(2026, 11, 30, 23, 30, tzinfo=dt_timezone.utc)  # 00:30 on 1 December in Paris
+    late_utc = datetime(2026, 11, 30, 23, 30, tzinfo=UTC)  # 00:30 on 1 December in Paris
     assert Delivery.objects.create(received_at=late_utc).code == "D20261201-0001"
     with pytest.warns(RuntimeWarning, match="naive datetime"):  # Django's own warning; stored as Paris time
         assert Delivery.objects.create(received_at=datetime(2026, 11, 30, 23, 30)).code == "D20261130-0001"
@@ -236,7 +256,8 @@ def test_weekly_quarterly_fiscal_and_callable_periods(clock):
     assert codes == ["W2026-W53-00001", "Q2027-Q1-00001", "W2027-W01-00001", "Q2027-Q1-00002"]
     clock.set("2027-03-31 15:59:59")
     assert [FiscalInvoice.objects.create().number, ShiftTicket.objects.create().code] == [
-        "INV-FY2026-00001", "S20270331B-0001"
+        "INV-FY2026-00001",
+        "S20270331B-0001",
     ]
     clock.advance(seconds=1)
     assert ShiftTicket.objects.create().code == "S20270331C-0001"

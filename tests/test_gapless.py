@@ -37,7 +37,9 @@ def test_rolled_back_savepoint_gives_the_number_back(clock):
 
 def test_outside_a_transaction_each_number_commits_at_once(clock):
     assert [GaplessInvoice.objects.create().number for _ in range(3)] == [
-        "INV-2026-00001", "INV-2026-00002", "INV-2026-00003"
+        "INV-2026-00001",
+        "INV-2026-00002",
+        "INV-2026-00003",
     ]
     assert Sequence.objects.get(name="gapless-invoice@2026").value == 3
 
@@ -67,9 +69,7 @@ def test_bulk_create_numbers_in_one_transaction(clock):
 
 def test_concurrent_transactions_with_rollbacks_leave_no_gap(run_workers):
     """Four processes commit 25 invoices each and roll back every third attempt: committed numbers are 1..100."""
-    results = run_workers(
-        [("flow-gapless", "0", 25)] * 4, SEGMENT_SEQ_TEST_CLOCK="2026-06-01T12:00:00+02:00"
-    )
+    results = run_workers([("flow-gapless", "0", 25)] * 4, SEGMENT_SEQ_TEST_CLOCK="2026-06-01T12:00:00+02:00")
     numbers = assert_unique([n for part in results for n in part], 100)
     assert sorted(numbers) == list(range(1, 101))
     stored = assert_unique(GaplessInvoice.objects.values_list("number", flat=True), 100)

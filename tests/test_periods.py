@@ -2,15 +2,15 @@
 from min_value, capped by the format's width."""
 
 import collections
-from datetime import datetime, time, timezone as dt_timezone
+from datetime import UTC, datetime, time
 
 import pytest
 from django.test import override_settings
 
-from django_segment_seq import SequenceExhausted, clear_cache, SequenceNotFound, next_value
+from django_segment_seq import SequenceExhausted, SequenceNotFound, clear_cache, next_value
 from django_segment_seq.models import Sequence
-from tests.conftest import assert_unique
 from django_segment_seq.resets import named_key
+from tests.conftest import assert_unique
 from tests.testapp.models import (
     DailyOrder,
     FiscalInvoice,
@@ -38,7 +38,11 @@ def test_period_rows_are_grouped_with_their_base_row(clock):
     assert DailyOrder.objects.create().order_no == "OD20261122000100"
     row = Sequence.objects.get(name="daily-order@2026-11-22")
     assert (row.base_name, row.period, row.step, row.min_value, row.max_value) == (
-        "daily-order", "2026-11-22", 25, 100, 999_999
+        "daily-order",
+        "2026-11-22",
+        25,
+        100,
+        999_999,
     )
     assert Sequence.objects.get(name="daily-order").value == 99  # the base row itself hands out nothing
 
@@ -70,7 +74,7 @@ def test_base_step_edit_applies_to_future_periods(clock):
 
 def test_period_is_taken_in_the_project_time_zone(clock):
     # 23:30 UTC on the 22nd is 00:30 on the 23rd in Europe/Paris.
-    clock.moment = datetime(2026, 11, 22, 23, 30, tzinfo=dt_timezone.utc)
+    clock.moment = datetime(2026, 11, 22, 23, 30, tzinfo=UTC)
     assert DailyOrder.objects.create().order_no == "OD20261123000001"
 
 
@@ -82,7 +86,8 @@ def test_monthly_and_yearly_boundaries(clock):
     clock.set("2027-01-15 08:00")
     assert MonthlyTicket.objects.create().code == "M2027-01-02"
     assert sorted(Sequence.objects.filter(base_name="monthly-ticket").values_list("period", flat=True)) == [
-        "2026-12", "2027-01"
+        "2026-12",
+        "2027-01",
     ]
 
 
@@ -100,7 +105,9 @@ def test_width_cap_raises_naming_sequence_and_period(clock):
 
 
 def test_lower_row_maximum_wins_over_the_width_cap(clock):
-    Sequence.objects.create(name="kind-ticket@2026-11-22", base_name="kind-ticket", period="2026-11-22", max_value=2, step=1)
+    Sequence.objects.create(
+        name="kind-ticket@2026-11-22", base_name="kind-ticket", period="2026-11-22", max_value=2, step=1
+    )
     assert [KindTicket.objects.create(kind="IS").code for _ in range(2)] == ["IS202611220001", "IS202611220002"]
     with pytest.raises(SequenceExhausted, match="2026-11-22"):
         KindTicket.objects.create(kind="IS")
@@ -166,10 +173,20 @@ def test_ten_thousandth_ticket_of_a_day_is_refused(clock):
 BOUNDARIES = {
     "flow-weekly": (WeeklyOrder, "code", "weekly-order", "W", "2027-01-03T23:59:30+01:00", ["2026-W53", "2027-W01"]),
     "flow-quarterly": (
-        QuarterlyReport, "code", "quarterly-report", "Q", "2027-06-30T23:59:30+02:00", ["2027-Q2", "2027-Q3"]
+        QuarterlyReport,
+        "code",
+        "quarterly-report",
+        "Q",
+        "2027-06-30T23:59:30+02:00",
+        ["2027-Q2", "2027-Q3"],
     ),
     "flow-fiscal": (
-        FiscalInvoice, "number", "fiscal-invoice", "INV-", "2027-03-31T23:59:30+02:00", ["FY2026", "FY2027"]
+        FiscalInvoice,
+        "number",
+        "fiscal-invoice",
+        "INV-",
+        "2027-03-31T23:59:30+02:00",
+        ["FY2026", "FY2027"],
     ),
     "flow-shift": (ShiftTicket, "code", "shift-ticket", "S", "2026-11-22T15:59:30+01:00", ["20261122B", "20261122C"]),
 }

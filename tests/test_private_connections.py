@@ -50,4 +50,6 @@ def test_fork_childs_normal_exit_leaves_the_parents_session_alone(tmp_path):
     theirs = [int(n) for path in sorted(tmp_path.glob("child*.txt")) for n in path.read_text().split()]
     assert len(theirs) == 3 * 7
     assert_unique(result["numbers"] + theirs)
-    assert result["failures"] == 0, f"the parent's allocations failed {result['failures']} times after its children exited"
+    assert result["failures"] == 0, (
+        f"the parent's allocations failed {result['failures']} times after its children exited"
+    )

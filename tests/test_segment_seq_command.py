@@ -45,7 +45,10 @@ def test_list_json(clock):
     assert (entry["name"], entry["left"], entry["max_value"]) == ("daily-order", None, 2**63 - 1)
     (period,) = entry["periods"]
     assert (period["name"], period["period"], period["value"], period["left"]) == (
-        "daily-order@2026-11-22", "2026-11-22", 1000, 999_999 - 1000
+        "daily-order@2026-11-22",
+        "2026-11-22",
+        1000,
+        999_999 - 1000,
     )
 
 
@@ -79,7 +82,10 @@ def test_set_saves_through_the_model():
     "args, message",
     [
         (["--step", "0"], "step: The step must be at least 1."),
-        (["--max", "999"], "max_value: The maximum must not be below the value: numbers up to 1000 were already handed out."),
+        (
+            ["--max", "999"],
+            "max_value: The maximum must not be below the value: numbers up to 1000 were already handed out.",
+        ),
         (["--min", "5000", "--max", "10"], "The maximum must be greater than the minimum."),
         ([], "Nothing to change"),
     ],

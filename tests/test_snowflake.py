@@ -312,9 +312,8 @@ def test_lease_expiry_and_takeover(leases, workers):
     assert holder.line() == ["ready", "0"]
     successor = workers("wait", count=1000, **options)
     # While the holder's lease is live, nobody else gets a worker id.
-    with snowflake_settings(**options):
-        with pytest.raises(WorkerIdsExhausted, match="1 leases are live"):
-            next_snowflake()
+    with snowflake_settings(**options), pytest.raises(WorkerIdsExhausted, match="1 leases are live"):
+        next_snowflake()
     # The holder cannot renew: it stops issuing before its lease expires, and then another process takes it.
     word, last_ok = holder.line()
     assert word == "stopped" and float(last_ok) < 0.75 * 3

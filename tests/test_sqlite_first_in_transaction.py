@@ -48,9 +48,7 @@ def test_check_warns_when_sqlite_transactions_take_the_write_lock_at_begin():
     if django.VERSION < (5, 1):
         pytest.skip("OPTIONS['transaction_mode'] needs Django 5.1")
     messages = run_scenario("checks", SEGMENT_SEQ_TEST_SQLITE_TRANSACTION_MODE="IMMEDIATE")["messages"]
-    warnings = [
-        m for m in messages if m["id"].startswith("django_segment_seq.W") and "SequenceRouter" in m["hint"]
-    ]
+    warnings = [m for m in messages if m["id"].startswith("django_segment_seq.W") and "SequenceRouter" in m["hint"]]
     assert warnings, f"no django_segment_seq warning pointing to SequenceRouter among {messages}"
     assert all(m["level"] == 30 for m in warnings)  # checks.WARNING
     default_mode = run_scenario("checks")["messages"]

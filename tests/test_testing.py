@@ -117,7 +117,9 @@ def test_user_project_pytest_suite_passes_with_each_test_starting_at_one(django_
 )
 def test_user_project_manage_py_test_passes(runner, django_db_blocker):
     run = "manage" if runner.startswith("django_segment_seq") else "plainrunner"
-    result = _run_user_project(["manage.py", "test", "tests.test_orders", "-v", "2", "--testrunner", runner], run, django_db_blocker)
+    result = _run_user_project(
+        ["manage.py", "test", "tests.test_orders", "-v", "2", "--testrunner", runner], run, django_db_blocker
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
     assert "Ran 7 tests" in output and "\nOK" in output, output[-5000:]

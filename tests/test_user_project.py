@@ -39,7 +39,9 @@ def test_fill_migration_numbers_existing_rows(user_project, capsys):
     (period,) = rows["customer-code"]["periods"]
     assert period["value"] >= EXISTING_CUSTOMERS and period["max_value"] == 999_999
     check = user_project.manage(
-        "shell", "-v", "0",
+        "shell",
+        "-v",
+        "0",
         "-c",
         "from shop.models import Customer; "
         "rows = list(Customer.objects.order_by('pk').values_list('number', 'code')); "
@@ -69,21 +71,27 @@ def test_segment_seq_command_through_manage_py(user_project):
     assert "no empty values; nothing to fill" in again.stdout
 
     user_project.manage("migrate", "--noinput").check()  # 0003 fills only the codes; the numbers are there already
-    user_project.manage("shell", "-v", "0", "-c", "from shop.models import Customer; Customer.objects.filter(pk=1).update(number=5000)").check()
+    user_project.manage(
+        "shell", "-v", "0", "-c", "from shop.models import Customer; Customer.objects.filter(pk=1).update(number=5000)"
+    ).check()
     sync = user_project.manage("segment_seq", "sync", "shop.Customer.number").check()
     assert re.search(r"Sequence 'customer' moved from \d+ to 5000", sync.stdout), sync.stdout
 
     shown = json.loads(user_project.manage("segment_seq", "show", "customer", "--json").check().stdout)
     assert (shown["name"], shown["value"], shown["left"]) == ("customer", 5000, None)
     listing = user_project.manage("segment_seq", "list").check()
-    assert re.search(r"^customer\s+5000\s+1000\s+1\s+no limit\s+no\s+no limit$", listing.stdout, re.MULTILINE), listing.stdout
+    assert re.search(r"^customer\s+5000\s+1000\s+1\s+no limit\s+no\s+no limit$", listing.stdout, re.MULTILINE), (
+        listing.stdout
+    )
 
     refused = user_project.manage("segment_seq", "set", "customer", "--step", "0")
     assert refused.returncode == 1
     assert "Sequence 'customer' not changed: step: The step must be at least 1." in refused.stderr
     missing = user_project.manage("segment_seq", "show", "nosuch")
     assert missing.returncode == 1 and "No sequence named 'nosuch'" in missing.stderr
-    created = user_project.manage("shell", "-v", "0", "-c", "from shop.models import Customer; print(Customer.objects.create(name='x').number)")
+    created = user_project.manage(
+        "shell", "-v", "0", "-c", "from shop.models import Customer; print(Customer.objects.create(name='x').number)"
+    )
     assert created.check().stdout.strip() == "5001"
 
 

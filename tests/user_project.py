@@ -108,7 +108,10 @@ def _admin_sql(backend: str, statement: str) -> None:
         import MySQLdb
 
         connection = MySQLdb.connect(
-            host=url["HOST"] or "127.0.0.1", port=int(url["PORT"] or 3306), user=url["USER"], password=url["PASSWORD"] or ""
+            host=url["HOST"] or "127.0.0.1",
+            port=int(url["PORT"] or 3306),
+            user=url["USER"],
+            password=url["PASSWORD"] or "",
         )
         try:
             connection.cursor().execute(statement)

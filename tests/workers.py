@@ -38,7 +38,6 @@ def main(mode: str, name: str, count: int, out: str) -> None:
         fh.write("\n".join(map(str, got)))
 
 
-
 def fake_clock(skew: float) -> None:
     """Run formatted fields on a clock that starts at SEGMENT_SEQ_TEST_CLOCK + skew seconds and moves
     SEGMENT_SEQ_TEST_TICK seconds at every reading, as servers with slightly different clocks would."""

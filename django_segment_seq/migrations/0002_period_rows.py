@@ -4,20 +4,34 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('django_segment_seq', '0001_initial'),
+        ("django_segment_seq", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='sequence',
-            name='base_name',
-            field=models.CharField(blank=True, db_index=True, editable=False, help_text='For a per-period row of a sequence that restarts daily, monthly or yearly: that sequence.', max_length=100, null=True, verbose_name='base sequence'),
+            model_name="sequence",
+            name="base_name",
+            field=models.CharField(
+                blank=True,
+                db_index=True,
+                editable=False,
+                help_text="For a per-period row of a sequence that restarts daily, monthly or yearly: that sequence.",
+                max_length=100,
+                null=True,
+                verbose_name="base sequence",
+            ),
         ),
         migrations.AddField(
-            model_name='sequence',
-            name='period',
-            field=models.CharField(blank=True, editable=False, help_text='The day (YYYY-MM-DD), month (YYYY-MM) or year (YYYY) this row counts.', max_length=10, null=True, verbose_name='period'),
+            model_name="sequence",
+            name="period",
+            field=models.CharField(
+                blank=True,
+                editable=False,
+                help_text="The day (YYYY-MM-DD), month (YYYY-MM) or year (YYYY) this row counts.",
+                max_length=10,
+                null=True,
+                verbose_name="period",
+            ),
         ),
     ]

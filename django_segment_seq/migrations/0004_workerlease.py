@@ -4,31 +4,51 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('django_segment_seq', '0003_sequence_version'),
+        ("django_segment_seq", "0003_sequence_version"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WorkerLease',
+            name="WorkerLease",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('layout', models.CharField(max_length=16, verbose_name='layout')),
-                ('worker_id', models.PositiveIntegerField(verbose_name='worker id')),
-                ('owner', models.CharField(blank=True, help_text='Host and process id of the holder.', max_length=255, verbose_name='owner')),
-                ('token', models.CharField(blank=True, editable=False, max_length=32, verbose_name='token')),
-                ('acquired_ms', models.BigIntegerField(default=0, verbose_name='acquired (ms)')),
-                ('renewed_ms', models.BigIntegerField(default=0, verbose_name='renewed (ms)')),
-                ('expires_ms', models.BigIntegerField(default=0, help_text="Unix milliseconds by the database's clock; 0 once released.", verbose_name='expires (ms)')),
-                ('time_ceiling_ms', models.BigIntegerField(default=0, help_text='Ids made under this worker id carry times up to this; the next holder starts after it.', verbose_name='time ceiling (ms)')),
-                ('version', models.BigIntegerField(default=0, verbose_name='version')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("layout", models.CharField(max_length=16, verbose_name="layout")),
+                ("worker_id", models.PositiveIntegerField(verbose_name="worker id")),
+                (
+                    "owner",
+                    models.CharField(
+                        blank=True, help_text="Host and process id of the holder.", max_length=255, verbose_name="owner"
+                    ),
+                ),
+                ("token", models.CharField(blank=True, editable=False, max_length=32, verbose_name="token")),
+                ("acquired_ms", models.BigIntegerField(default=0, verbose_name="acquired (ms)")),
+                ("renewed_ms", models.BigIntegerField(default=0, verbose_name="renewed (ms)")),
+                (
+                    "expires_ms",
+                    models.BigIntegerField(
+                        default=0,
+                        help_text="Unix milliseconds by the database's clock; 0 once released.",
+                        verbose_name="expires (ms)",
+                    ),
+                ),
+                (
+                    "time_ceiling_ms",
+                    models.BigIntegerField(
+                        default=0,
+                        help_text="Ids made under this worker id carry times up to this; the next holder starts after it.",
+                        verbose_name="time ceiling (ms)",
+                    ),
+                ),
+                ("version", models.BigIntegerField(default=0, verbose_name="version")),
             ],
             options={
-                'verbose_name': 'worker lease',
-                'verbose_name_plural': 'worker leases',
-                'ordering': ['layout', 'worker_id'],
-                'constraints': [models.UniqueConstraint(fields=('layout', 'worker_id'), name='segment_seq_lease_unique_worker')],
+                "verbose_name": "worker lease",
+                "verbose_name_plural": "worker leases",
+                "ordering": ["layout", "worker_id"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("layout", "worker_id"), name="segment_seq_lease_unique_worker")
+                ],
             },
         ),
     ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..exceptions import SequenceError
 
-__all__ = ["SnowflakeError", "WorkerLeaseExpired", "WorkerIdsExhausted", "ClockMovedBackwards"]
+__all__ = ["ClockMovedBackwards", "SnowflakeError", "WorkerIdsExhausted", "WorkerLeaseExpired"]
 
 
 class SnowflakeError(SequenceError):

@@ -45,9 +45,25 @@ class Generator:
     """Ids of one layout for this process: (tick << shift) | (worker id << shift) | counter, under one lock."""
 
     __slots__ = (
-        "layout", "_lock", "_unit_ns", "_epoch_ms", "_epoch_ns", "_tolerance_ns", "ttl", "_ttl_ms", "max_workers",
-        "_max_counter", "lease", "_last", "_counter", "_prefix", "_until", "_deadline",
-        "_ceiling_ms", "_retry_after", "_failure",
+        "_ceiling_ms",
+        "_counter",
+        "_deadline",
+        "_epoch_ms",
+        "_epoch_ns",
+        "_failure",
+        "_last",
+        "_lock",
+        "_max_counter",
+        "_prefix",
+        "_retry_after",
+        "_tolerance_ns",
+        "_ttl_ms",
+        "_unit_ns",
+        "_until",
+        "layout",
+        "lease",
+        "max_workers",
+        "ttl",
     )  # fmt: skip
 
     def __init__(self, layout: Layout) -> None:
@@ -206,7 +222,9 @@ class Generator:
             if renewed:
                 self._renewed(started, ceiling_ms)
             else:
-                logger.warning("Snowflake %s: worker id %s was taken by another process", self.layout.name, lease.worker_id)
+                logger.warning(
+                    "Snowflake %s: worker id %s was taken by another process", self.layout.name, lease.worker_id
+                )
                 self._drop_lease()
 
     def release(self) -> None:
@@ -238,7 +256,9 @@ class _Renewer:
                 return
             self._stop = threading.Event()
             self._wake = threading.Event()
-            self._thread = threading.Thread(target=self._run, args=(self._stop, self._wake), name="snowflake-leases", daemon=True)
+            self._thread = threading.Thread(
+                target=self._run, args=(self._stop, self._wake), name="snowflake-leases", daemon=True
+            )
             self._thread.start()
 
     def wake(self) -> None:
@@ -254,7 +274,7 @@ class _Renewer:
             for generator in list(_generators.values()):
                 try:
                     generator.renew_in_background()
-                except Exception:  # noqa: BLE001 - the thread must outlive one bad renewal; the deadline guards ids
+                except Exception:
                     logger.exception("Snowflake lease renewal failed")
             stop.wait(min(MIN_RENEW_PAUSE, self._interval))  # refused callers wake it often; the database is spared
 

@@ -122,29 +122,28 @@ def renew(lease: Lease, ttl_ms: int, ceiling_ms: int) -> bool:
     """Push the lease's expiry `ttl_ms` past the database's now; False when the row is no longer ours."""
     global round_trips
     round_trips += 1
-    with pool.borrow(lease.alias) as connection:
-        with connection.cursor() as cursor:
-            cursor.execute(statements(connection).renew, [ttl_ms, ceiling_ms, lease.layout, lease.worker_id, lease.token])
-            return cursor.rowcount == 1
+    with pool.borrow(lease.alias) as connection, connection.cursor() as cursor:
+        cursor.execute(statements(connection).renew, [ttl_ms, ceiling_ms, lease.layout, lease.worker_id, lease.token])
+        return cursor.rowcount == 1
 
 
 def release(lease: Lease, ceiling_ms: int) -> None:
     """Free the worker id at once, leaving the time of our last id for the next holder to start after."""
     global round_trips
     round_trips += 1
-    with pool.borrow(lease.alias) as connection:
-        with connection.cursor() as cursor:
-            cursor.execute(statements(connection).release, [ceiling_ms, lease.layout, lease.worker_id, lease.token])
+    with pool.borrow(lease.alias) as connection, connection.cursor() as cursor:
+        cursor.execute(statements(connection).release, [ceiling_ms, lease.layout, lease.worker_id, lease.token])
 
 
 def live_worker_leases(*, using: str | None = None) -> list[LiveLease]:
     """Every lease of every layout not expired by the database's clock, ordered by layout and worker id."""
     alias = using or lease_database()
-    with pool.borrow(alias) as connection:
-        with connection.cursor() as cursor:
-            cursor.execute(statements(connection).select_live)
-            rows = cursor.fetchall()
+    with pool.borrow(alias) as connection, connection.cursor() as cursor:
+        cursor.execute(statements(connection).select_live)
+        rows = cursor.fetchall()
     return [
-        LiveLease(layout, worker_id, owner, _instant(acquired), _instant(renewed), _instant(expires), (expires - now) / 1000)
+        LiveLease(
+            layout, worker_id, owner, _instant(acquired), _instant(renewed), _instant(expires), (expires - now) / 1000
+        )
         for layout, worker_id, owner, acquired, renewed, expires, now in rows
     ]

@@ -6,7 +6,7 @@ disagree still agree on which lease has expired.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import NamedTuple
 
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -66,7 +66,7 @@ class LeaseStatements(NamedTuple):
     select_live: str
 
 
-@lru_cache(maxsize=None)
+@cache
 def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> LeaseStatements:
     names = dict(quote)
     try:

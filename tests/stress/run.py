@@ -53,8 +53,8 @@ class Report:
     def lines(self) -> list[str]:
         return [
             f"backend      {self.backend}",
-            f"processes    {self.workers}" + (f" (+{self.processes_killed} restarted after SIGKILL)"
-                                                   if self.processes_killed else ""),
+            f"processes    {self.workers}"
+            + (f" (+{self.processes_killed} restarted after SIGKILL)" if self.processes_killed else ""),
             f"faults       {self.faults or 'step edits only'}"
             + (f", {self.sessions_killed} sessions killed" if self.sessions_killed else ""),
             f"numbers      {self.numbers}",
@@ -281,8 +281,16 @@ def main(argv: list[str]) -> int:
     for backend in args.backend or BACKENDS:
         # One child per backend: Django's settings are per process.
         code = subprocess.call(
-            [sys.executable, "-c", "import sys; from tests.stress.run import one; sys.exit(one(*sys.argv[1:]))",
-             backend, str(workers), str(numbers), str(args.seed), args.faults],
+            [
+                sys.executable,
+                "-c",
+                "import sys; from tests.stress.run import one; sys.exit(one(*sys.argv[1:]))",
+                backend,
+                str(workers),
+                str(numbers),
+                str(args.seed),
+                args.faults,
+            ],
             cwd=ROOT,
             env=dict(os.environ, PYTHONPATH=str(ROOT)),
         )

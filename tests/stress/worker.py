@@ -97,7 +97,7 @@ class Worker:
             try:
                 self.step()
                 failing_since = None
-            except Exception as exc:  # noqa: BLE001 - classified, counted, and re-raised if not retryable
+            except Exception as exc:
                 if not self.retryable(exc):
                     raise
                 self.errors[type(exc).__name__] = self.errors.get(type(exc).__name__, 0) + 1

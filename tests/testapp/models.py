@@ -49,7 +49,9 @@ class MonthlyTicket(models.Model):
 
 
 class GaplessInvoice(models.Model):
-    number = SequenceField("gapless-invoice", format="INV-{date:%Y}-{value:05d}", reset="yearly", gapless=True, unique=True)
+    number = SequenceField(
+        "gapless-invoice", format="INV-{date:%Y}-{value:05d}", reset="yearly", gapless=True, unique=True
+    )
 
 
 class CountedInvoice(models.Model):

@@ -90,7 +90,9 @@ class Command(BaseCommand):
             raise CommandError(f"No sequence named {name!r} in database {alias!r}.")
         periods = _newest_first(Sequence._base_manager.using(alias).filter(base_name=name))
         names = {name, *(period.name for period in periods)}
-        figures = {key[1]: _stats_dict(stats) for key, stats in sequence_stats().items() if key[0] == alias and key[1] in names}
+        figures = {
+            key[1]: _stats_dict(stats) for key, stats in sequence_stats().items() if key[0] == alias and key[1] in names
+        }
         if as_json:
             self._print_json({**_row_dict(row), "periods": [_row_dict(p) for p in periods], "this_process": figures})
             return
@@ -118,7 +120,16 @@ class Command(BaseCommand):
 
     # set
 
-    def handle_set(self, *, name: str, step: int | None, min_value: int | None, max_value: int | None, cycle: bool | None, **options: Any) -> None:
+    def handle_set(
+        self,
+        *,
+        name: str,
+        step: int | None,
+        min_value: int | None,
+        max_value: int | None,
+        cycle: bool | None,
+        **options: Any,
+    ) -> None:
         changes = {
             field: value
             for field, value in (("step", step), ("min_value", min_value), ("max_value", max_value), ("cycle", cycle))
@@ -140,7 +151,9 @@ class Command(BaseCommand):
         row.save()
         for field, value in changes.items():
             self.stdout.write(f"{name}: {field} {before[field]} -> {value}")
-        self.stdout.write("Each process applies this at its next range fetch; numbers it has cached are still handed out.")
+        self.stdout.write(
+            "Each process applies this at its next range fetch; numbers it has cached are still handed out."
+        )
         if row.base_name is None and Sequence._base_manager.using(alias).filter(base_name=name).exists():
             self.stdout.write("Periods created from now on take these settings; existing period rows keep their own.")
 

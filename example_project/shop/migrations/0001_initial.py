@@ -2,39 +2,46 @@
 """Creates the shop tables: orders numbered by the "order" sequence, receipts keyed by the "receipt" sequence."""
 
 import django.db.models.deletion
-import django_segment_seq.fields
 from django.db import migrations, models
+
+import django_segment_seq.fields
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Order',
+            name="Order",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('order_no', django_segment_seq.fields.SequenceField(sequence_name='order')),
-                ('customer', models.CharField(max_length=100)),
-                ('created', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("order_no", django_segment_seq.fields.SequenceField(sequence_name="order")),
+                ("customer", models.CharField(max_length=100)),
+                ("created", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
         migrations.CreateModel(
-            name='Receipt',
+            name="Receipt",
             fields=[
-                ('id', django_segment_seq.fields.SequenceField(primary_key=True, sequence_name='receipt', serialize=False)),
-                ('created', models.DateTimeField(auto_now_add=True)),
-                ('order', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='receipts', to='shop.order')),
+                (
+                    "id",
+                    django_segment_seq.fields.SequenceField(primary_key=True, sequence_name="receipt", serialize=False),
+                ),
+                ("created", models.DateTimeField(auto_now_add=True)),
+                (
+                    "order",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="receipts", to="shop.order"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created'],
+                "ordering": ["-created"],
             },
         ),
     ]

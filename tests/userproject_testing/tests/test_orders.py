@@ -72,4 +72,3 @@ class OrderTransactionTestCase(SequenceTestCaseMixin, TransactionTestCase):
     def test_c_own_row_again(self):
         Sequence.objects.create(name="order", step=10)
         self.assertEqual(Order.objects.create().order_no, 1)
-

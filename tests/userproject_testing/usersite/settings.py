@@ -7,7 +7,12 @@ TEST_NAME = os.environ.get("USERPROJECT_TEST_NAME", f"test_userproject_{os.getpi
 
 if BACKEND == "sqlite":
     # No TEST name: Django's default in-memory test database (a shared-cache URI).
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": os.path.join(os.path.dirname(__file__), "unused.sqlite3")}}
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.path.join(os.path.dirname(__file__), "unused.sqlite3"),
+        }
+    }
 elif BACKEND == "mariadb":
     DATABASES = {
         "default": {

@@ -134,7 +134,5 @@ class Command(BaseCommand):
         if problems:
             raise CommandError("Duplicates found!\n" + "\n".join(problems))
         self.stdout.write(
-            self.style.SUCCESS(
-                f"OK: all {total_orders} order numbers and all {total_receipts} receipt ids are unique."
-            )
+            self.style.SUCCESS(f"OK: all {total_orders} order numbers and all {total_receipts} receipt ids are unique.")
         )

@@ -6,7 +6,6 @@ from django_segment_seq.operations import FillSequenceField
 
 
 class Migration(migrations.Migration):
-
     # Each batch commits on its own: an interrupted run resumes where it stopped, and on SQLite the
     # allocator's own connection never waits for a write lock this migration would hold to its end.
     atomic = False

@@ -16,5 +16,7 @@ class Command(BaseCommand):
         table = connection.ops.quote_name("shop_customer")
         column = connection.ops.quote_name("name")
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.executemany(f"INSERT INTO {table} ({column}) VALUES (%s)", [(f"customer {i}",) for i in range(count)])
+            cursor.executemany(
+                f"INSERT INTO {table} ({column}) VALUES (%s)", [(f"customer {i}",) for i in range(count)]
+            )
         self.stdout.write(f"inserted {count} customers")
