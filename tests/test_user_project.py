@@ -55,6 +55,20 @@ def test_fill_migration_numbers_existing_rows(user_project, capsys):
     assert int(distinct_numbers) == int(distinct_codes) == EXISTING_CUSTOMERS
     assert int(second) == rows["customer"]["value"] + 1  # a new process starts after every range taken
 
+    # 0006 created the "invoice" row (min_value 100000) and numbered invoices in the same migration.
+    invoices = user_project.manage(
+        "shell",
+        "-v",
+        "0",
+        "-c",
+        "from shop.models import Customer, Invoice; "
+        "print(*Invoice.objects.order_by('pk').values_list('number', flat=True)); "
+        "print(Invoice.objects.create(customer=Customer.objects.first()).number)",
+    ).check()
+    opening, later = invoices.stdout.splitlines()[:2]
+    assert opening.split() == ["100000", "100001", "100002"]
+    assert int(later) > 100002
+
     # Reversing the fill changes nothing; reversing 0002 drops the columns.
     user_project.manage("migrate", "shop", "0001", "--noinput").check()
 

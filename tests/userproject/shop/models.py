@@ -22,3 +22,13 @@ class Order(models.Model):
 
     def __str__(self) -> str:
         return f"Order {self.order_no}"
+
+
+class Invoice(models.Model):
+    """Numbered from 100000: migration 0006 creates its sequence row and the first invoices in one go."""
+
+    customer = models.ForeignKey(Customer, on_delete=models.CASCADE, related_name="invoices")
+    number = SequenceField("invoice", unique=True)
+
+    def __str__(self) -> str:
+        return f"Invoice {self.number}"
