@@ -18,13 +18,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ["sqlite", "mariadb", "postgres"]
+PRINTING = threading.Lock()  # one backend's log at a time
 
 # How to start a stopped local server, as root, on the Debian machines this project runs on.
 START_COMMANDS = {
@@ -70,34 +73,45 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
+def backend_jobs() -> int:
+    """How many backends' pytest runs go at once: SEGMENT_SEQ_JOBS, else all of them.
+
+    The suite mostly waits (on worker processes, database servers, lock timeouts), so the three
+    backends side by side take little longer than the slowest alone, even on two cores.
+    """
+    return max(1, int(os.environ.get("SEGMENT_SEQ_JOBS", "0") or 0) or len(BACKENDS))
+
+
 def run_cell(pytest_args: list[str], coverage: bool = False) -> int:
     """pytest once per backend in this interpreter; counts go to SEGMENT_SEQ_COUNTS (a JSON file) when set."""
     chosen = [b for b in os.environ.get("SEGMENT_SEQ_BACKENDS", ",".join(BACKENDS)).split(",") if b]
     results: dict[str, str] = {}
     counts: dict[str, dict[str, int]] = {}
     failed = False
+    runnable: list[str] = []
     for backend in chosen:
         problem = ensure_running(backend)
-        if problem is not None:
-            if in_ci():
-                results[backend] = f"FAILED: not reachable ({problem})"
-                counts[backend] = {"passed": 0, "failed": 1, "skipped": 0}  # the whole backend, counted once
-                failed = True
-            else:
-                results[backend] = f"SKIPPED: not reachable ({problem})"
-            print(f"==> {backend}: {results[backend]}", flush=True)
+        if problem is None:
+            runnable.append(backend)
             continue
-        print(f"==> tests on {backend}", flush=True)
-        env = dict(os.environ, SEGMENT_SEQ_TEST_DB=backend)
-        report = Path(tempfile.mkdtemp()) / f"{backend}.xml"
-        runner = ["coverage", "run", "-m", "pytest"] if coverage else ["pytest"]
-        code = subprocess.call([sys.executable, "-m", *runner, f"--junitxml={report}", *pytest_args], cwd=ROOT, env=env)
-        results[backend] = "passed" if code == 0 else f"FAILED (pytest exit {code})"
-        failed |= code != 0
-        counts[backend] = {"passed": 0, "failed": 0, "skipped": 0}
-        add_counts(counts[backend], report)
-        if code != 0 and counts[backend]["failed"] == 0:
-            counts[backend]["failed"] = 1  # pytest failed without a failing test: a collection or usage error
+        if in_ci():
+            results[backend] = f"FAILED: not reachable ({problem})"
+            counts[backend] = {"passed": 0, "failed": 1, "skipped": 0}  # the whole backend, counted once
+            failed = True
+        else:
+            results[backend] = f"SKIPPED: not reachable ({problem})"
+        print(f"==> {backend}: {results[backend]}", flush=True)
+    jobs = min(backend_jobs(), len(runnable)) or 1
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        runs = {backend: pool.submit(run_pytest, backend, pytest_args, coverage, jobs > 1) for backend in runnable}
+        for backend in runnable:
+            code, report = runs[backend].result()
+            results[backend] = "passed" if code == 0 else f"FAILED (pytest exit {code})"
+            failed |= code != 0
+            counts[backend] = {"passed": 0, "failed": 0, "skipped": 0}
+            add_counts(counts[backend], report)
+            if code != 0 and counts[backend]["failed"] == 0:
+                counts[backend]["failed"] = 1  # pytest failed without a failing test: a collection or usage error
     print("\n==> backends:")
     for backend in chosen:
         print(f"    {backend:9} {results[backend]}")
@@ -106,6 +120,32 @@ def run_cell(pytest_args: list[str], coverage: bool = False) -> int:
     else:
         print(closing_line(sum_counts(counts.values())))
     return 1 if failed else 0
+
+
+def run_pytest(backend: str, pytest_args: list[str], coverage: bool, side_by_side: bool) -> tuple[int, Path]:
+    """One backend's pytest run: its exit code and its JUnit report.
+
+    Side by side with other backends, its output goes to a file, printed whole when it ends, so the
+    log reads one backend at a time.
+    """
+    env = dict(os.environ, SEGMENT_SEQ_TEST_DB=backend)
+    scratch = Path(tempfile.mkdtemp())
+    report = scratch / f"{backend}.xml"
+    runner = ["coverage", "run", "-m", "pytest"] if coverage else ["pytest"]
+    command = [sys.executable, "-m", *runner, f"--junitxml={report}", *pytest_args]
+    started = time.monotonic()
+    if not side_by_side:
+        print(f"==> tests on {backend}", flush=True)
+        return subprocess.call(command, cwd=ROOT, env=env), report
+    print(f"==> tests on {backend} started", flush=True)
+    log = scratch / f"{backend}.log"
+    with log.open("w") as output:
+        code = subprocess.call(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+    with PRINTING:
+        print(f"==> tests on {backend} ({time.monotonic() - started:.0f} s)", flush=True)
+        sys.stdout.write(log.read_text())
+        sys.stdout.flush()
+    return code, report
 
 
 def sum_counts(parts: Iterable[dict[str, int]]) -> dict[str, int]:

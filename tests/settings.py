@@ -109,3 +109,6 @@ if os.environ.get("SEGMENT_SEQ_TEST_SETTINGS"):
     import json
 
     SEGMENT_SEQ.update(json.loads(os.environ["SEGMENT_SEQ_TEST_SETTINGS"]))
+
+# Superusers are created for many admin tests: PBKDF2's deliberate cost is wasted time here.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
