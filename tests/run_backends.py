@@ -1,6 +1,6 @@
 """Run the test suite over the version matrix, and once per database backend: SQLite, MariaDB and PostgreSQL.
 
-Without SEGMENT_SEQ_CELL this is the whole run `./dev test` makes: the docs build and the package check,
+Without SEGMENT_SEQ_CELL this is the whole run `./dev test` makes: the linters, the docs build and the package check,
 then every cell of the matrix in noxfile.py (a Django release on a Python, each in a nox virtualenv),
 then one closing line with the counts of all cells and backends. SEGMENT_SEQ_CELLS=ID[,ID] runs only
 those cells and no other step; `venv` is the development virtualenv itself, with no nox at all.
@@ -205,7 +205,7 @@ def run_matrix(pytest_args: list[str]) -> int:
         print(f"SEGMENT_SEQ_CELLS: no cell {', '.join(unknown)}; there are venv, {', '.join(known)}", file=sys.stderr)
         return 2
     rows: list[tuple[str, dict[str, int], str]] = []  # what ran, its counts, what to print
-    for step in [] if picked else ["docs", "package"]:
+    for step in [] if picked else ["lint", "docs", "package"]:
         print(f"==> {step}", flush=True)
         code = nox("-s", step)
         rows.append((step, {"failed": int(code != 0)}, "passed" if code == 0 else "FAILED"))  # a step counts once
