@@ -184,7 +184,7 @@ def test_live_leases_and_release(leases):
 def test_threads_get_distinct_increasing_ids(leases, path):
     """Threads switched as often as the interpreter allows: no id twice, each thread's ids increasing."""
     take = next_snowflake if path == "lock-free" else (lambda: generator._take("classic"))
-    threads, count = 8, 20_000
+    threads, count = 8, 10_000
     got: dict[int, list[int]] = {}
     start = threading.Barrier(threads)
 
