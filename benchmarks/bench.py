@@ -3,7 +3,9 @@
     ./dev bench --db sqlite|mariadb|postgres [--smoke] [--json PATH]
 
 Creates a scratch database (removed at the end), runs every measurement in the same run so the
-ratios compare like with like, prints a table and writes the figures as JSON.
+ratios compare like with like, prints a table and writes the figures as JSON. The Snowflake
+benchmark (benchmarks/snowflake.py) runs in the same run and database, and its table is printed
+next to the sequence table.
 """
 
 from __future__ import annotations
@@ -558,6 +560,7 @@ def main() -> None:
             "create": lambda: bench_create(args.smoke),
             "bulk": lambda: bench_bulk(args.smoke),
             "steady": lambda: bench_steady(args.smoke),
+            "snowflake": lambda: _snowflake().run(args.db, args.smoke),
         }
         if not args.smoke or (args.only and "connections" in args.only.split(",")):
             # Extra sessions per process and a 96-process start (not in the smoke run the test suite makes,
@@ -586,9 +589,19 @@ def main() -> None:
           f"{', smoke size' if args.smoke else ''}")  # fmt: skip
     for measure, value, target, verdict in rows:
         print(f"  {measure:<{width}}  {value:>16}  {target:>18}  {verdict}")
+    _snowflake().report(results["snowflake"])
     path = Path(args.json) if args.json else ROOT / "benchmarks" / f"results-{args.db}.json"
     path.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nfigures written to {path}")
+    if not _snowflake().all_distinct(results["snowflake"]):
+        raise SystemExit("Snowflake ids repeated across processes")
+
+
+def _snowflake() -> Any:
+    """benchmarks/snowflake.py, imported when used: it imports this module's helpers."""
+    from benchmarks import snowflake
+
+    return snowflake
 
 
 def _version(connection: Any) -> str:

@@ -2,8 +2,9 @@
 
     python benchmarks/snowflake.py --db sqlite|mariadb|postgres [--smoke] [--json PATH]
 
-Uses the scratch database and settings of benchmarks/bench.py; every figure comes from the same run,
-and all variants are measured side by side (interleaved rounds, medians), then printed as one table.
+`./dev bench` runs it too (run() and report() below), after the sequence benchmark, on the same scratch
+database. Every figure comes from the same run, and all variants are measured side by side (interleaved
+rounds, medians), then printed as one table.
 """
 
 from __future__ import annotations
@@ -79,19 +80,19 @@ def worker(args: argparse.Namespace) -> None:
     close_connections()
 
 
-def run_processes(args: argparse.Namespace, kind: str, tmp: Path) -> dict[str, Any]:
+def run_processes(db: str, smoke: bool, kind: str, tmp: Path) -> dict[str, Any]:
     """PROCESSES workers released together; every id they took is checked for repeats."""
     from django.db import connection
 
     outs = [tmp / f"{kind}-{i}.txt" for i in range(PROCESSES)]
-    count = size("per_process", args.smoke)
+    count = size("per_process", smoke)
     procs = [
         subprocess.Popen(
             [
                 sys.executable,
                 __file__,
                 "--db",
-                args.db,
+                db,
                 "--worker",
                 kind,
                 "--dbname",
@@ -105,7 +106,7 @@ def run_processes(args: argparse.Namespace, kind: str, tmp: Path) -> dict[str, A
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,
-        )  # fmt: skip
+        )
         for out in outs
     ]
     try:
@@ -200,17 +201,25 @@ def bench_create(smoke: bool) -> dict[str, Any]:
 
 
 def bench_bulk(smoke: bool) -> dict[str, Any]:
-    """bulk_create in batches, the three keys in rotating order; rows per second from the median batch."""
-    from benchmarks.benchapp.models import AutoBulk, SnowflakeKeyed, UUIDKeyed
+    """bulk_create in batches, the keys in rotating order; rows per second from the median batch.
 
-    models = {"snowflake": SnowflakeKeyed, "bigauto": AutoBulk, UUID_KIND: UUIDKeyed}
+    "counter" keys are plain integers set before the clock starts, in a BIGINT key column like the
+    Snowflake one: the floor cost of sending a key, which separates the column's cost from the ids'.
+    """
+    from benchmarks.benchapp.models import AutoBulk, CounterBulk, SnowflakeKeyed, UUIDKeyed
+
+    models = {"snowflake": SnowflakeKeyed, "bigauto": AutoBulk, UUID_KIND: UUIDKeyed, "counter": CounterBulk}
+    counter = itertools.count(10**15)  # clear of the keys bench.py's own bulk part gives CounterBulk
     rows, batch = size("bulk_rows", smoke), size("bulk_batch", smoke)
     times: dict[str, list[float]] = {name: [] for name in models}
     for batch_no in range(rows // batch):
         order = list(models.items())
-        order = order[batch_no % 3 :] + order[: batch_no % 3]
+        order = order[batch_no % len(order) :] + order[: batch_no % len(order)]
         for name, model in order:
-            objs = [model(note="x") for _ in range(batch)]
+            if model is CounterBulk:
+                objs = [model(id=next(counter), note="x") for _ in range(batch)]
+            else:
+                objs = [model(note="x") for _ in range(batch)]
             started = time.perf_counter()
             model.objects.bulk_create(objs)
             times[name].append(time.perf_counter() - started)
@@ -224,6 +233,7 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """Rows of (measure, value, target, verdict)."""
     inproc, procs, create, bulk = r["inprocess"], r["processes"], r["create"], r["bulk"]
     snow = procs["snowflake"]
+    per_process = snow["ids"] // snow["processes"]
     rows = [
         (
             "next_snowflake() ids/s, 1 process (median burst)",
@@ -242,6 +252,18 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         (f"uuid.{UUID_KIND}() ids/s, 1 process", f"{inproc[UUID_KIND]:,.0f}", "", ""),
         ("bare lock+counter ids/s, 1 process", f"{inproc['bare lock+counter']:,.0f}", "", ""),
         (
+            "next_snowflake() / next_value(), 1 process",
+            f"{inproc['snowflake'] / inproc['next_value']:.2f} x",
+            "",
+            "",
+        ),
+        (
+            f"next_snowflake() / uuid.{UUID_KIND}(), 1 process",
+            f"{inproc['snowflake'] / inproc[UUID_KIND]:.2f} x",
+            "",
+            "",
+        ),
+        (
             f"next_snowflake(layout='js53') ids/s over {inproc['js53_ids']:,} ids",
             f"{inproc['snowflake_js53']:,.0f}",
             "",
@@ -250,17 +272,64 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     ]
     for kind in ("snowflake", "next_value", UUID_KIND):
         p = procs[kind]
-        rows.append((f"{kind}: {p['processes']} processes x {p['ids'] // p['processes']:,} ids/s",
+        rows.append((f"{kind}: ids/s, {p['processes']} processes x {p['ids'] // p['processes']:,} ids",
                      f"{p['per_second']:,.0f}", "", ""))  # fmt: skip
-    rows.append((f"snowflake: {snow['processes']} processes, distinct / taken", f"{snow['distinct']:,} / {snow['ids']:,}",
-                 "all distinct", "ok" if snow["distinct"] == snow["ids"] else "DUPLICATES"))  # fmt: skip
+    rows.append((f"snowflake: distinct / taken, {snow['processes']} processes x {per_process:,} ids",
+                 f"{snow['distinct']:,} / {snow['ids']:,}", "all distinct",
+                 "ok" if snow["distinct"] == snow["ids"] else "DUPLICATES"))  # fmt: skip
     for kind in ("snowflake", UUID_KIND):
         rows.append((f"create() rows/s, {kind} key / BigAutoField", f"{create[kind]:,.0f} / {create['bigauto']:,.0f}",
                      "", f"{create[kind] / create['bigauto']:.3f} x"))  # fmt: skip
-    for kind in ("snowflake", UUID_KIND):
+    for kind in ("snowflake", UUID_KIND, "counter"):
         rows.append((f"bulk_create rows/s, {kind} key / BigAutoField", f"{bulk[kind]:,.0f} / {bulk['bigauto']:,.0f}",
                      "", f"{bulk[kind] / bulk['bigauto']:.3f} x"))  # fmt: skip
+    rows.append(("bulk_create rows/s, snowflake key / counter key",
+                 f"{bulk['snowflake']:,.0f} / {bulk['counter']:,.0f}", "",
+                 f"{bulk['snowflake'] / bulk['counter']:.3f} x"))  # fmt: skip
     return rows
+
+
+def run(db: str, smoke: bool) -> dict[str, Any]:
+    """Every measurement, on the scratch database Django is set up with; the worker ids are given back at the end."""
+    import tempfile
+
+    from django.db import connection
+
+    from django_segment_seq import release_worker_leases
+    from django_segment_seq.models import Sequence
+
+    try:
+        started = time.time()
+        results: dict[str, Any] = {"db": db, "vendor_version": _version(connection), "smoke": smoke,
+                                   "cpus": os.cpu_count(), "uuid": UUID_KIND,
+                                   "load_average_at_start": os.getloadavg()[0]}  # fmt: skip
+        Sequence.objects.get_or_create(name=COMPARED_SEQUENCE, defaults={"step": 1000})
+        results["inprocess"] = bench_inprocess(smoke)
+        with tempfile.TemporaryDirectory() as tmp:
+            results["processes"] = {kind: run_processes(db, smoke, kind, Path(tmp)) for kind in takers()}
+        results["create"] = bench_create(smoke)
+        results["bulk"] = bench_bulk(smoke)
+        results["seconds"] = time.time() - started
+    finally:
+        release_worker_leases()
+    results["table"] = [list(row) for row in table(results)]
+    return results
+
+
+def report(results: dict[str, Any]) -> None:
+    """Print the table run() made."""
+    rows = results["table"]
+    width = max(len(row[0]) for row in rows)
+    print(f"\nSnowflake benchmark on {results['db']} ({results['vendor_version']}), {results['cpus']} CPUs"
+          f"{', smoke size' if results['smoke'] else ''}, {results['seconds']:.0f} s, "
+          f"load average {results['load_average_at_start']:.1f} at start")  # fmt: skip
+    for measure, value, target, verdict in rows:
+        print(f"  {measure:<{width}}  {value:>22}  {target:>14}  {verdict}")
+
+
+def all_distinct(results: dict[str, Any]) -> bool:
+    snow = results["processes"]["snowflake"]
+    return bool(snow["distinct"] == snow["ids"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,39 +345,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         worker(args)
         return 0
-    import tempfile
-
-    from django_segment_seq import release_worker_leases
-
-    with scratch_database(args.db) as connection:
-        try:
-            started = time.time()
-            results: dict[str, Any] = {"db": args.db, "vendor_version": _version(connection), "smoke": args.smoke,
-                                       "cpus": os.cpu_count(), "uuid": UUID_KIND,
-                                       "load_average_at_start": os.getloadavg()[0]}  # fmt: skip
-            from django_segment_seq.models import Sequence
-
-            Sequence.objects.create(name=COMPARED_SEQUENCE, step=1000)
-            results["inprocess"] = bench_inprocess(args.smoke)
-            with tempfile.TemporaryDirectory() as tmp:
-                results["processes"] = {kind: run_processes(args, kind, Path(tmp)) for kind in takers()}
-            results["create"] = bench_create(args.smoke)
-            results["bulk"] = bench_bulk(args.smoke)
-            results["seconds"] = time.time() - started
-        finally:
-            release_worker_leases()
-    rows = table(results)
-    results["table"] = [list(row) for row in rows]
-    width = max(len(row[0]) for row in rows)
-    print(f"\nSnowflake benchmark on {args.db} ({results['vendor_version']}), {os.cpu_count()} CPUs"
-          f"{', smoke size' if args.smoke else ''}, {results['seconds']:.0f} s, "
-          f"load average {results['load_average_at_start']:.1f} at start")  # fmt: skip
-    for measure, value, target, verdict in rows:
-        print(f"  {measure:<{width}}  {value:>22}  {target:>14}  {verdict}")
+    with scratch_database(args.db):
+        results = run(args.db, args.smoke)
+    report(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
-    snow = results["processes"]["snowflake"]
-    return 0 if snow["distinct"] == snow["ids"] else 1
+    return 0 if all_distinct(results) else 1
 
 
 if __name__ == "__main__":

@@ -27,3 +27,9 @@ def test_benchmark_smoke_run_completes(tmp_path):
     assert figures["bulk"]["stored"] == [figures["bulk"]["rows"]] * 3
     assert "blocking_fetches" in figures["steady"]["adaptive"]
     assert len(figures["table"]) > 10
+    # The Snowflake benchmark runs in the same run, and its table is printed after the sequence table.
+    snowflake = figures["snowflake"]
+    assert snowflake["processes"]["snowflake"]["distinct"] == snowflake["processes"]["snowflake"]["ids"] == 4 * 5_000
+    assert set(snowflake["bulk"]) == {"snowflake", "bigauto", snowflake["uuid"], "counter"}
+    assert done.stdout.index("django-segment-seq benchmark on") < done.stdout.index("Snowflake benchmark on")
+    assert "next_snowflake() ids/s, 1 process" in done.stdout

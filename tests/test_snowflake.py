@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import select
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -176,6 +178,37 @@ def test_live_leases_and_release(leases):
     release_worker_leases()
     assert live_worker_leases() == []
     assert WorkerLease.objects.count() == 2  # kept for the next holder, with the time of its last id
+
+
+@pytest.mark.parametrize("path", ["lock-free", "locked"])
+def test_threads_get_distinct_increasing_ids(leases, path):
+    """Threads switched as often as the interpreter allows: no id twice, each thread's ids increasing."""
+    take = next_snowflake if path == "lock-free" else (lambda: generator._take("classic"))
+    threads, count = 8, 10_000
+    got: dict[int, list[int]] = {}
+    start = threading.Barrier(threads)
+
+    def run(number: int) -> None:
+        start.wait()
+        got[number] = [take() for _ in range(count)]
+
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        started = [threading.Thread(target=run, args=(number,)) for number in range(threads)]
+        for thread in started:
+            thread.start()
+        for thread in started:
+            thread.join(TIMEOUT)
+    finally:
+        sys.setswitchinterval(old_interval)
+    assert sorted(got) == list(range(threads))
+    for ids in got.values():
+        assert all(a < b for a, b in itertools.pairwise(ids))
+    everything = assert_unique([value for ids in got.values() for value in ids], threads * count)
+    ticks = {parse_snowflake(value).instant for value in everything}
+    assert len(ticks) > 1  # the threads crossed ticks, where a new tick's ids are published
+    assert {parse_snowflake(value).worker_id for value in everything} == {generator.held_worker_ids()["classic"]}
 
 
 class FakeClock:

@@ -2,6 +2,11 @@
 
 The clock functions are module attributes so tests can move the clock: `wall_ns` (the time ids carry),
 `monotonic` (the lease's safety deadline, immune to clock steps) and `sleep`.
+
+The hot path takes no lock: each tick's ids are a range iterator, published with the monotonic time until
+which it may be used (the tick's end or the lease deadline, whichever is first) as one tuple. Under the GIL
+`next()` on a range iterator is atomic, so each value goes to one caller; a free-threaded interpreter takes
+the generator's lock instead.
 """
 
 from __future__ import annotations
@@ -10,8 +15,10 @@ import atexit
 import logging
 import math
 import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.signals import setting_changed
@@ -41,20 +48,29 @@ RETRY_PAUSE = 1.0
 MIN_RENEW_PAUSE = 0.2
 
 
+# False on a free-threaded interpreter, where a shared iterator's next() is not atomic.
+LOCK_FREE = bool(getattr(sys, "_is_gil_enabled", lambda: True)())
+
+NO_IDS: Iterator[int] = iter(())
+
+# Layout name -> (monotonic time until which the iterator may be used, the current tick's remaining ids).
+# Replaced whole, so a reader never pairs one tick's ids with another tick's (or lease's) time limit.
+_published: dict[str, tuple[float, Iterator[int]]] = {}
+
+
 class Generator:
-    """Ids of one layout for this process: (tick << shift) | (worker id << shift) | counter, under one lock."""
+    """Ids of one layout for this process: (tick << shift) | (worker id << shift) | counter, one tick at a time."""
 
     __slots__ = (
         "_ceiling_ms",
-        "_counter",
         "_deadline",
         "_epoch_ms",
         "_epoch_ns",
         "_failure",
+        "_ids",
         "_last",
         "_lock",
         "_max_counter",
-        "_prefix",
         "_retry_after",
         "_tolerance_ns",
         "_ttl_ms",
@@ -81,25 +97,23 @@ class Generator:
         self._max_counter = layout.max_counter
         self.lease: leases.Lease | None = None
         self._last = -1  # tick of the last id
-        self._counter = layout.max_counter  # "used up": the next id needs a later tick
-        self._prefix = 0  # (last tick << time shift) | (worker id << worker shift)
+        self._ids = NO_IDS  # the last tick's ids not yet handed out; none: the next id needs a later tick
         # Monotonic time until which the fast path may count on in the last tick: the end of the tick
         # (mapped from the wall clock when it began) or the lease deadline, whichever is first.
         self._until = -math.inf
         self._deadline = -math.inf  # monotonic time after which no id is issued without a renewal
         self._ceiling_ms = -1  # ids carry times up to this (Unix ms), as written to the lease row
         self._retry_after = -math.inf
-        self._failure: SnowflakeError | None = None
+        self._failure: SnowflakeError | SequenceUnavailable | None = None
 
-    # --- the hot path (inlined in next_snowflake) -------------------------------------------------
+    # --- the hot path (lock-free in next_snowflake) ----------------------------------------------
 
     def take(self) -> int:
+        """One id under the lock: every id on a free-threaded interpreter, else the calls finding no published ids."""
         with self._lock:
             if monotonic() < self._until:
-                counter = self._counter + 1
-                if counter <= self._max_counter:
-                    self._counter = counter
-                    return self._prefix | counter
+                for value in self._ids:
+                    return value
             return self.take_slow()
 
     def take_slow(self) -> int:
@@ -124,21 +138,37 @@ class Generator:
                         f"the clock ({now_ns // 1_000_000} Unix ms) is outside the layout's lifetime from "
                         f"SEGMENT_SEQ['SNOWFLAKE_EPOCH_MS'] {self._epoch_ms} ({layout.lifetime.days} days)",
                     )
+                if self.lease is None:  # not reached: the deadline check above takes one or raises
+                    raise WorkerLeaseExpired(layout.name, None, "no lease is held")
                 self._last = now
-                self._counter = 0
-                tick_left = (self._epoch_ns + (now + 1) * self._unit_ns - now_ns) / 1e9
-                self._until = min(monotonic() + tick_left, self._deadline)
-                self._prefix = (now << layout.time_shift) | (self.lease.worker_id << layout.worker_shift)
-                return self._prefix
-            if now == self._last and self._counter < self._max_counter:
-                self._counter += 1
-                return self._prefix | self._counter
+                prefix = (now << layout.time_shift) | (self.lease.worker_id << layout.worker_shift)
+                self._ids = iter(range(prefix + 1, prefix + self._max_counter + 1))
+                self._publish(now_ns)
+                return prefix
+            if now == self._last:
+                for value in self._ids:
+                    self._publish(now_ns)  # the limit passed but the tick goes on (or the deadline moved)
+                    return value
             # The counter of this tick is used up, or the clock is behind the last id: wait for the clock.
             behind_ns = self._epoch_ns + (self._last + 1) * self._unit_ns - now_ns
             if now < self._last and behind_ns - self._unit_ns > self._tolerance_ns:
                 raise ClockMovedBackwards(layout.name, (behind_ns - self._unit_ns) / 1e6, self._tolerance_ns / 1e6)
             sleep(max(behind_ns, 0) / 1e9)
             now_ns = wall_ns()
+
+    def _publish(self, now_ns: int) -> None:
+        """Let callers take the rest of this tick's ids without the lock until its end or the lease deadline."""
+        tick_left = (self._epoch_ns + (self._last + 1) * self._unit_ns - now_ns) / 1e9
+        self._until = min(monotonic() + tick_left, self._deadline)
+        if _generators.get(self.layout.name) is self:  # a generator already given up publishes nothing
+            _published[self.layout.name] = (self._until, self._ids)
+
+    def _unpublish(self) -> None:
+        published = _published.get(self.layout.name)
+        if published is not None and published[1] is self._ids:
+            del _published[self.layout.name]
+        self._ids = NO_IDS
+        self._until = -math.inf
 
     # --- the lease ------------------------------------------------------------------------------
 
@@ -173,7 +203,7 @@ class Generator:
             raise
         self._install(lease, started)
 
-    def _fail(self, failure: SnowflakeError) -> None:
+    def _fail(self, failure: SnowflakeError | SequenceUnavailable) -> None:
         self._failure = failure
         self._retry_after = monotonic() + RETRY_PAUSE
 
@@ -184,16 +214,15 @@ class Generator:
         floor = (lease.floor_ms - self._epoch_ms) // self.layout.unit_ms if lease.floor_ms else -1
         # A new worker id: start at a tick after both our last id and the previous holder's.
         self._last = max(self._last, floor)
-        self._counter = self._max_counter
-        self._until = -math.inf
+        self._unpublish()
         self._ceiling_ms = lease.ceiling_ms
         self._deadline = started + self.ttl * ISSUE_SHARE
         _renewer.ensure_running(self.ttl * RENEW_SHARE)
 
     def _drop_lease(self) -> None:
         self.lease = None
-        self._deadline = self._until = -math.inf
-        self._counter = self._max_counter
+        self._deadline = -math.inf
+        self._unpublish()
 
     def _next_ceiling(self, wall_ms: int) -> int:
         """The time ceiling a renewal writes: the lease time ahead, plus a tick (an id's time is its tick's start)."""
@@ -311,19 +340,32 @@ def generator_for(layout: str) -> Generator:
         return generator
 
 
-def next_snowflake(*, layout: str = "classic") -> int:
-    """A new id of `layout` ("classic": 63 bits; "js53": below 2**53): unique, and increasing within the process."""
-    # Generator.take, inlined: one lock, one monotonic clock reading and a counter while the tick lasts.
+if LOCK_FREE:
+
+    def next_snowflake(*, layout: str = "classic") -> int:
+        """A new id of `layout` ("classic": 63 bits; "js53": below 2**53): unique, and increasing within the process."""
+        # While the published tick lasts: a dict lookup, a monotonic clock reading and the iterator's next value.
+        try:
+            until, ids = _published[layout]
+        except KeyError:
+            return _take(layout)
+        if monotonic() < until:
+            for value in ids:
+                return value
+        return _take(layout)
+
+else:
+
+    def next_snowflake(*, layout: str = "classic") -> int:
+        """A new id of `layout` ("classic": 63 bits; "js53": below 2**53): unique, and increasing within the process."""
+        return _take(layout)  # free-threaded: every id under the generator's lock
+
+
+def _take(layout: str) -> int:
     generator = _generators.get(layout)
     if generator is None:
         generator = generator_for(layout)
-    with generator._lock:
-        if monotonic() < generator._until:
-            counter = generator._counter + 1
-            if counter <= generator._max_counter:
-                generator._counter = counter
-                return generator._prefix | counter
-        return generator.take_slow()
+    return generator.take()
 
 
 def release_worker_leases() -> None:
@@ -332,6 +374,7 @@ def release_worker_leases() -> None:
     with _registry_lock:
         generators = list(_generators.values())
         _generators.clear()
+        _published.clear()
     for generator in generators:
         try:
             generator.release()
@@ -348,6 +391,7 @@ def _after_fork_in_child() -> None:
     """A child must not share its parent's worker id: forget the parent's leases (the parent keeps them)."""
     global _registry_lock
     _registry_lock = threading.Lock()
+    _published.clear()
     _generators.clear()
     _renewer.after_fork()
 

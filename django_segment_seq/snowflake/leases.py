@@ -46,7 +46,11 @@ class Lease:
 
 @dataclass(frozen=True)
 class LiveLease:
-    """A lease not yet expired by the database's clock, as a management command or the admin shows it."""
+    """A lease row as the database's clock judges it, as a management command or the admin shows it.
+
+    `expires_in` is seconds left by the database's clock: negative once expired; `expires_at` is None
+    for a worker id given back (released).
+    """
 
     layout: str
     worker_id: int
@@ -55,6 +59,17 @@ class LiveLease:
     renewed_at: datetime | None
     expires_at: datetime | None
     expires_in: float
+
+    @property
+    def live(self) -> bool:
+        return self.expires_in > 0
+
+    @property
+    def status(self) -> str:
+        """Live; expired (its holder stopped renewing, so any process may take it); or released at the holder's exit."""
+        if self.live:
+            return "live"
+        return "expired" if self.expires_at is not None else "released"
 
 
 def lease_database() -> str:
@@ -137,9 +152,19 @@ def release(lease: Lease, ceiling_ms: int) -> None:
 
 def live_worker_leases(*, using: str | None = None) -> list[LiveLease]:
     """Every lease of every layout not expired by the database's clock, ordered by layout and worker id."""
+    return _read(using, everything=False)
+
+
+def worker_leases(*, using: str | None = None) -> list[LiveLease]:
+    """Every lease row, live, expired or released, ordered by layout and worker id: what operators look at."""
+    return _read(using, everything=True)
+
+
+def _read(using: str | None, *, everything: bool) -> list[LiveLease]:
     alias = using or lease_database()
     with pool.borrow(alias) as connection, connection.cursor() as cursor:
-        cursor.execute(statements(connection).select_live)
+        sql = statements(connection)
+        cursor.execute(sql.select_all if everything else sql.select_live)
         rows = cursor.fetchall()
     return [
         LiveLease(

@@ -50,6 +50,11 @@ SELECT_LIVE = (
     "SELECT {layout}, {worker_id}, {owner}, {acquired_ms}, {renewed_ms}, {expires_ms}, {now} FROM {table} "
     "WHERE {expires_ms} > {now} ORDER BY {layout}, {worker_id}"
 )
+# Every row, live or not, with the database's now to judge it by (manage.py segment_seq leases).
+SELECT_ALL = (
+    "SELECT {layout}, {worker_id}, {owner}, {acquired_ms}, {renewed_ms}, {expires_ms}, {now} FROM {table} "
+    "ORDER BY {layout}, {worker_id}"
+)
 
 _COLUMNS = (
     "layout", "worker_id", "owner", "token", "acquired_ms", "renewed_ms", "expires_ms", "time_ceiling_ms", "version",
@@ -64,6 +69,7 @@ class LeaseStatements(NamedTuple):
     renew: str
     release: str
     select_live: str
+    select_all: str
 
 
 @cache
@@ -85,6 +91,7 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> LeaseStateme
         RENEW.format(**names),
         RELEASE.format(**names),
         SELECT_LIVE.format(**names),
+        SELECT_ALL.format(**names),
     )
 
 

@@ -1,4 +1,4 @@
-"""manage.py segment_seq: list, show and tune sequences, and bring them in line with the data (sync, backfill)."""
+"""manage.py segment_seq: list, show and tune sequences, sync and backfill them, and list Snowflake worker leases."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_em
 from django_segment_seq.models import Sequence
 from django_segment_seq.parsing import UnparseableFormat
 from django_segment_seq.ranges import BIGINT_MAX
+from django_segment_seq.snowflake import listing as lease_listing
+from django_segment_seq.snowflake.leases import lease_database, worker_leases
 from django_segment_seq.sync import sync_sequence
 
 NO_LIMIT = "no limit"
@@ -27,7 +29,9 @@ class Command(BaseCommand):
     help = "List, show and tune sequences; move one past the values stored in its column (sync) or fill empty values (backfill)."
 
     def add_arguments(self, parser: ArgumentParser) -> None:
-        commands = parser.add_subparsers(dest="subcommand", required=True, metavar="{list,show,set,sync,backfill}")
+        commands = parser.add_subparsers(
+            dest="subcommand", required=True, metavar="{list,show,set,sync,backfill,leases}"
+        )
 
         listing = commands.add_parser("list", help="Every sequence with its per-period rows, and the numbers left.")
         listing.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
@@ -52,9 +56,13 @@ class Command(BaseCommand):
         backfill.add_argument("field", metavar="APP_LABEL.Model.field")
         backfill.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
 
+        self.add_leases_arguments(commands)
+
     def handle(self, *args: Any, subcommand: str, **options: Any) -> None:
         handler = getattr(self, f"handle_{subcommand}")
         handler(**options)
+        if subcommand == "list" and not options.get("as_json"):
+            self.mention_leases()
 
     # list, show
 
@@ -205,6 +213,30 @@ class Command(BaseCommand):
         self.stdout.write(f"{field}: filled {result.filled} rows in {result.batches} batches.")
         if result.skipped:
             self.stdout.write(f"{result.skipped} rows were filled by others meanwhile and left as they were.")
+
+    # leases: Snowflake worker ids
+
+    def add_leases_arguments(self, commands: Any) -> None:
+        leases = commands.add_parser("leases", help="Snowflake worker id leases: holder, live or expired, time left.")
+        leases.add_argument("--live", action="store_true", help="Only leases not expired by the database's clock.")
+        leases.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
+
+    def handle_leases(self, *, live: bool = False, as_json: bool = False, **options: Any) -> None:
+        alias = lease_database()
+        leases = [lease for lease in worker_leases(using=alias) if lease.live or not live]
+        if as_json:
+            self._print_json({"database": alias, "leases": [lease_listing.as_dict(lease) for lease in leases]})
+            return
+        if not leases:
+            self.stdout.write(f"No {'live ' if live else ''}worker leases in database {alias!r}: a process takes one "
+                              "at its first Snowflake id.")  # fmt: skip
+            return
+        self._print_table(lease_listing.table(leases))
+
+    def mention_leases(self) -> None:
+        line = lease_listing.summary(worker_leases(using=lease_database()))
+        if line:
+            self.stdout.write(line)
 
     # output
 
