@@ -52,7 +52,6 @@ NOT_CORE = [
     "tests/test_server_restart.py",
     "tests/test_benchmark.py",
     "tests/test_benchmark_connections.py",
-    "tests/test_snowflake_benchmark.py",
     "tests/test_concurrency.py",
     "tests/test_isolation.py",
     "tests/test_admin_browser.py",

@@ -33,3 +33,12 @@ def test_benchmark_smoke_run_completes(tmp_path):
     assert set(snowflake["bulk"]) == {"snowflake", "bigauto", snowflake["uuid"], "counter"}
     assert done.stdout.index("django-segment-seq benchmark on") < done.stdout.index("Snowflake benchmark on")
     assert "next_snowflake() ids/s, 1 process" in done.stdout
+    for kind, run in snowflake["processes"].items():
+        assert run["distinct"] == run["ids"] == 4 * 5_000, kind
+    assert snowflake["inprocess"]["snowflake"] > 0
+    assert set(snowflake["create"]) == {"snowflake", "bigauto", snowflake["uuid"]}
+    measures = [row[0] for row in snowflake["table"]]
+    for wanted in ("next_snowflake() ids/s, 1 process", "/ next_value()", f"/ uuid.{snowflake['uuid']}()",
+                   "distinct / taken, 4 processes", "create() rows/s, snowflake key / BigAutoField",
+                   f"create() rows/s, {snowflake['uuid']} key / BigAutoField"):  # fmt: skip
+        assert any(wanted in measure for measure in measures), wanted
