@@ -105,7 +105,7 @@ def run_processes(args: argparse.Namespace, kind: str, tmp: Path) -> dict[str, A
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,
-        )  # fmt: skip
+        )
         for out in outs
     ]
     try:
@@ -252,8 +252,14 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         p = procs[kind]
         rows.append((f"{kind}: {p['processes']} processes x {p['ids'] // p['processes']:,} ids/s",
                      f"{p['per_second']:,.0f}", "", ""))  # fmt: skip
-    rows.append((f"snowflake: {snow['processes']} processes, distinct / taken", f"{snow['distinct']:,} / {snow['ids']:,}",
-                 "all distinct", "ok" if snow["distinct"] == snow["ids"] else "DUPLICATES"))  # fmt: skip
+    rows.append(
+        (
+            f"snowflake: {snow['processes']} processes, distinct / taken",
+            f"{snow['distinct']:,} / {snow['ids']:,}",
+            "all distinct",
+            "ok" if snow["distinct"] == snow["ids"] else "DUPLICATES",
+        )
+    )
     for kind in ("snowflake", UUID_KIND):
         rows.append((f"create() rows/s, {kind} key / BigAutoField", f"{create[kind]:,.0f} / {create['bigauto']:,.0f}",
                      "", f"{create[kind] / create['bigauto']:.3f} x"))  # fmt: skip

@@ -1,4 +1,4 @@
-"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion; periods with their sequence.
+"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion; periods by sequence.
 
 Each row also shows how much of it is handed out and, for a row with a maximum, when it runs out.
 """
@@ -46,7 +46,8 @@ class SequenceForm(forms.ModelForm):
 
     class Meta:
         model = Sequence
-        fields = "__all__"
+        # The editable columns; the admin's fieldsets then choose among them per page.
+        fields = ["name", "value", "step", "min_value", "max_value", "cycle"]
         field_classes = {"max_value": NoLimitField}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +71,7 @@ class _RowMissing(Exception):
 class Allocation:
     """A block now owned by the caller, with the row's step and what it cost to get."""
 
-    block: Block = Block(0, -1)
+    block: Block = Block(0, -1)  # noqa: RUF009 - a NamedTuple: immutable, safe to share
     step: int = 0
     conflicts: int = 0
     failures: int = 0
@@ -286,10 +286,8 @@ def _write_transaction(cursor: Any, sql: Statements) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        try:
+        with suppress(DatabaseError):  # the connection is broken; the pool drops it
             cursor.execute(ROLLBACK)
-        except DatabaseError:
-            pass  # the connection is broken; the pool drops it
         raise
     cursor.execute(COMMIT)
 
@@ -405,7 +403,7 @@ def create_derived_row(
     period: str | None = None,
     cap: int | None = None,
 ) -> None:
-    """Create row `name` if missing, from `base_name`'s step and limits (created per CREATE_ON_FIRST_USE) or the defaults.
+    """Create row `name` if missing, from `base_name`'s step and limits (per CREATE_ON_FIRST_USE) or the defaults.
 
     Its max_value is lowered to `cap`. Creation is INSERT-if-missing, so many processes may race here
     and all but one quietly find the row there. An existing row is left as it is.

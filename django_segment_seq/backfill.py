@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,10 +64,9 @@ def fill_empty(
     field = fillable_field(model, field_name)
     alias = using or router.db_for_write(model)
     if sync:
-        try:
+        # Numbers of a callable format cannot be read back; they are taken from where the sequence is.
+        with suppress(UnparseableFormat):
             sync_sequence(model, field_name, using=alias)
-        except UnparseableFormat:
-            pass  # numbers of a callable format cannot be read back; they are taken from where the sequence is
     empty = model._base_manager.db_manager(alias).filter(empty_values(field)).order_by("pk")
     in_bulk = not isinstance(field, FormattedSequenceField) and not field.gapless
     result = FillResult()
@@ -93,7 +93,7 @@ def _fill_batch(
         from .api import next_values
 
         # Taken before the transaction opens, so on SQLite the block never waits for this batch's own write lock.
-        for row, number in zip(rows, next_values(field.sequence_name, len(rows))):
+        for row, number in zip(rows, next_values(field.sequence_name, len(rows)), strict=True):
             setattr(row, field.attname, number)
     connection = connections[alias]
     with transaction.atomic(using=alias):

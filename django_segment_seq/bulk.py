@@ -33,7 +33,7 @@ def fill_sequences(objs: SequenceOf[models.Model]) -> int:
     for name, parts in wanted.items():
         numbers = iter(next_values(name, sum(len(empty) for empty, _ in parts)))
         for empty, attname in parts:
-            for obj, number in zip(empty, numbers):
+            for obj, number in zip(empty, numbers, strict=False):  # numbers is shared by all parts
                 obj.__dict__[attname] = number
             filled += len(empty)
     return filled

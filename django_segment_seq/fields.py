@@ -1,4 +1,4 @@
-"""SequenceField: a model field filled from a named sequence when its row is first inserted, as a number or formatted text."""
+"""SequenceField: a model field filled from a named sequence when its row is first inserted, as a number or as text."""
 
 from __future__ import annotations
 
@@ -119,17 +119,20 @@ class _SequenceFieldMixin:
                     id="django_segment_seq.E014",
                 )
             )
-        elif self.reset is not None and isinstance(self.sequence_name, str):
-            if len(self.sequence_name) + PERIOD_SUFFIX_LENGTH > 100 or "@" in self.sequence_name:
-                errors.append(
-                    checks.Error(
-                        f"SequenceField sequence_name {self.sequence_name!r} cannot carry a period: per-period rows "
-                        f"are named '<sequence_name>@<period>', which must stay within 100 characters.",
-                        hint=f"With reset, use a name of at most {100 - PERIOD_SUFFIX_LENGTH} characters without '@'.",
-                        obj=self,
-                        id="django_segment_seq.E018",
-                    )
+        elif (
+            self.reset is not None
+            and isinstance(self.sequence_name, str)
+            and (len(self.sequence_name) + PERIOD_SUFFIX_LENGTH > 100 or "@" in self.sequence_name)
+        ):
+            errors.append(
+                checks.Error(
+                    f"SequenceField sequence_name {self.sequence_name!r} cannot carry a period: per-period rows "
+                    f"are named '<sequence_name>@<period>', which must stay within 100 characters.",
+                    hint=f"With reset, use a name of at most {100 - PERIOD_SUFFIX_LENGTH} characters without '@'.",
+                    obj=self,
+                    id="django_segment_seq.E018",
                 )
+            )
         errors += self._check_reset_on()
         errors += self._check_fiscal_year_start()
         if not isinstance(self.gapless, bool):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Union
+from typing import Any
 
 # A key must fit the Sequence.period column and, after "@", the 100-character row name.
 KEY_MAX_LENGTH = 10
@@ -18,7 +18,7 @@ NAMED: dict[str, str] = {
 }
 
 ResetCallable = Callable[[datetime], str]
-ResetOption = Union[str, ResetCallable, None]
+ResetOption = str | ResetCallable | None
 
 
 def named_key(moment: datetime, reset: str, fiscal_year_start: int | None = None) -> str:

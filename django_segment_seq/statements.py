@@ -93,7 +93,8 @@ def mysql_lock_wait(seconds: float) -> int:
 # locked the row: the row's xmin or xmax is a transaction id this session holds.
 CALLER_HOLDS_ROW = (
     "SELECT 1 FROM {table} s WHERE s.{name} = %s AND EXISTS (SELECT 1 FROM pg_locks l WHERE "
-    "l.pid = pg_backend_pid() AND l.locktype = 'transactionid' AND (l.transactionid = s.xmin OR l.transactionid = s.xmax))"
+    "l.pid = pg_backend_pid() AND l.locktype = 'transactionid' "
+    "AND (l.transactionid = s.xmin OR l.transactionid = s.xmax))"
 )
 
 # Every column a statement names, by model field name.

@@ -58,7 +58,7 @@ def current_row_name(field: _SequenceFieldMixin) -> tuple[str, str | None]:
 def highest_stored(
     model: type[models.Model], field: _SequenceFieldMixin, *, using: str | None = None
 ) -> tuple[int | None, int]:
-    """The highest number in the column (for a reset field: among the current period's texts), and how many texts could not be read.
+    """The highest number in the column (for a reset field: in the current period's texts) and how many were unreadable.
 
     A formatted field's texts are read back through its format; UnparseableFormat when that cannot be done.
     """

@@ -140,4 +140,7 @@ class SequenceTestRunnerMixin:
 
 
 class DiscoverRunner(SequenceTestRunnerMixin, DjangoDiscoverRunner):
-    """Django's DiscoverRunner, closing the private connections first: `TEST_RUNNER = "django_segment_seq.testing.DiscoverRunner"`."""
+    """Django's DiscoverRunner, closing the private connections first.
+
+    `TEST_RUNNER = "django_segment_seq.testing.DiscoverRunner"`.
+    """

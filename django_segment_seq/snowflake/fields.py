@@ -18,7 +18,7 @@ def filled_at_save() -> None:
 
 
 class SnowflakeField(models.BigIntegerField):
-    """Time-ordered ids from this process's leased worker id; a value set by the caller is kept, updates never change it."""
+    """Time-ordered ids from this process's leased worker id; a caller's own value is kept; updates never change it."""
 
     description = _("Time-ordered Snowflake id")
 

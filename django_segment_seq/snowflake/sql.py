@@ -25,7 +25,8 @@ INSERT_IF_MISSING = {
     "mysql": "INSERT IGNORE INTO {table} {values}",
 }
 _VALUES = (
-    "({layout}, {worker_id}, {owner}, {token}, {acquired_ms}, {renewed_ms}, {expires_ms}, {time_ceiling_ms}, {version}) "
+    "({layout}, {worker_id}, {owner}, {token}, {acquired_ms}, {renewed_ms}, {expires_ms}, {time_ceiling_ms}, "
+    "{version}) "
     "VALUES (%s, %s, %s, %s, {now}, {now}, {now} + %s, %s, 1)"
 )
 

@@ -24,7 +24,10 @@ NO_LIMIT = "no limit"
 
 
 class Command(BaseCommand):
-    help = "List, show and tune sequences; move one past the values stored in its column (sync) or fill empty values (backfill)."
+    help = (
+        "List, show and tune sequences; move one past the values stored in its column (sync) "
+        "or fill empty values (backfill)."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         commands = parser.add_subparsers(dest="subcommand", required=True, metavar="{list,show,set,sync,backfill}")
@@ -214,7 +217,9 @@ class Command(BaseCommand):
     def _print_table(self, table: list[tuple[str, ...]]) -> None:
         widths = [max(len(str(line[i])) for line in table) for i in range(len(table[0]))]
         for line in table:
-            self.stdout.write("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths)).rstrip())
+            self.stdout.write(
+                "  ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+            )
 
 
 class _TqdmOut:
