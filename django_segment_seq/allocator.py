@@ -377,13 +377,13 @@ def _create_row(
 
 def _new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
     """The row a sequence gets on first use (the model's defaults, DEFAULT_STEP), if CREATE_ON_FIRST_USE allows it."""
-    from .models import Sequence
+    from .models import Sequence, concrete_field
 
     if not settings["CREATE_ON_FIRST_USE"]:
         raise SequenceNotFound(name, alias)
-    field = Sequence._meta.get_field
-    min_value = field("min_value").default
-    return Row(min_value - 1, settings["DEFAULT_STEP"], min_value, field("max_value").default, False, 0)
+    min_value = concrete_field(Sequence, "min_value").default
+    max_value = concrete_field(Sequence, "max_value").default
+    return Row(min_value - 1, settings["DEFAULT_STEP"], min_value, max_value, False, 0)
 
 
 def backoff(attempt: int, ceiling: float) -> None:

@@ -116,8 +116,11 @@ def _update_if_empty(
 ) -> int:
     """Set each row's value in one UPDATE per chunk, changing only rows whose value is still empty (someone else may
     have filled one meanwhile); returns the rows changed."""
+    from .models import column_of
+
     quote = connection.ops.quote_name
-    table, column, pk = quote(model._meta.db_table), quote(field.column), quote(model._meta.pk.column)
+    table, column = quote(model._meta.db_table), quote(column_of(model, field.name))
+    pk = quote(column_of(model, model._meta.pk.name))
     empty = f"{column} IS NULL" + (f" OR {column} = ''" if isinstance(field, FormattedSequenceField) else "")
     # Three parameters a row; SQLite caps the parameters of one statement.
     limit = connection.features.max_query_params

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import models, router
 from django.db.models import Max, Q
@@ -41,7 +42,7 @@ def sequence_field(model: type[models.Model], field_name: str) -> _SequenceField
     return field
 
 
-def empty_values(field: models.Field) -> Q:
+def empty_values(field: models.Field[Any, Any]) -> Q:
     """Rows whose value the field would still fill: NULL, and for a formatted field also ''."""
     empty = Q(**{f"{field.name}__isnull": True})
     if isinstance(field, FormattedSequenceField):
@@ -90,9 +91,10 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     ValueError when the highest value is above the row's maximum; UnparseableFormat for formats that
     cannot be read back.
     """
-    from .api import clear_cache, sequence_database
+    from .api import clear_cache
     from .models import Sequence
     from .periods import ensure_row
+    from .routing import sequence_database
 
     field = sequence_field(model, field_name)
     highest, unreadable = highest_stored(model, field, using=using)

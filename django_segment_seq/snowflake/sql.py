@@ -91,10 +91,11 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> LeaseStateme
 
 def statements(connection: BaseDatabaseWrapper) -> LeaseStatements:
     """The statements for this connection's vendor, with the WorkerLease table and columns quoted."""
+    from ..models import column_of
     from .models import WorkerLease
 
     meta = WorkerLease._meta
     quote = connection.ops.quote_name
     names = {"table": quote(meta.db_table)}
-    names.update((name, quote(meta.get_field(name).column)) for name in _COLUMNS)
+    names.update((name, quote(column_of(WorkerLease, name))) for name in _COLUMNS)
     return _for_vendor(connection.vendor, tuple(sorted(names.items())))

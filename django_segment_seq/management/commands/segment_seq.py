@@ -13,11 +13,12 @@ from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 from django.db import models
 from tqdm import tqdm
 
-from django_segment_seq.api import sequence_database, sequence_stats
+from django_segment_seq.api import sequence_stats
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
 from django_segment_seq.models import Sequence
 from django_segment_seq.parsing import UnparseableFormat
 from django_segment_seq.ranges import BIGINT_MAX
+from django_segment_seq.routing import sequence_database
 from django_segment_seq.sync import sync_sequence
 
 NO_LIMIT = "no limit"
