@@ -16,7 +16,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connections, transaction
+from django.db import DatabaseError, Error, InterfaceError, OperationalError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
@@ -35,7 +35,7 @@ from .ranges import Block, Row, next_block
 from .statements import COMMIT, ROLLBACK, Statements, statements_for
 
 # Errors after which a fresh connection and another attempt may succeed.
-TRANSIENT_ERRORS: tuple[type[DatabaseError], ...] = (OperationalError, InterfaceError)
+TRANSIENT_ERRORS: tuple[type[Error], ...] = (OperationalError, InterfaceError)  # InterfaceError is no DatabaseError
 # Errors that mean another transaction moved the row first: counted as lost compare-and-sets, not failures.
 LOST_RACE_SQLSTATES = frozenset({"40001", "40P01"})
 LOST_RACE_MYSQL_CODES = frozenset({1213, 1020})
@@ -48,9 +48,10 @@ LOCK_TIMEOUT_MYSQL_CODES = frozenset({1205})
 _savepoint_create = getattr(transaction, "savepoint_create", None) or transaction.savepoint
 
 
-def _savepoint(alias: str) -> str | None:
+def _savepoint(alias: str) -> str:
     """A savepoint in the caller's transaction, so an error of ours never breaks it."""
-    return _savepoint_create(using=alias)  # type: ignore[no-any-return]
+    # str as in the stubs; outside a transaction Django returns None, which savepoint_commit/rollback ignore too.
+    return _savepoint_create(using=alias)
 
 
 class RowBusy(Exception):
@@ -431,6 +432,7 @@ def _create_derived_row(
     with connection.cursor() as cursor:
         if _read_row(cursor, sql.select_row, name) is not None:
             return
+        template: Row | None
         if base_name is None:
             template = _new_row(alias, name, settings)
         else:

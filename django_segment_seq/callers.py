@@ -39,7 +39,7 @@ def raw_transaction_open(connection: BaseDatabaseWrapper) -> bool | None:
     if connection.vendor == "postgresql":
         from psycopg.pq import TransactionStatus
 
-        return raw.info.transaction_status != TransactionStatus.IDLE
+        return bool(raw.info.transaction_status != TransactionStatus.IDLE)
     return None
 
 

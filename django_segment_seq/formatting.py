@@ -264,4 +264,5 @@ class FlowFormat:
             if not isinstance(text, str):
                 raise TypeError(f"format callable {self.source!r} returned {type(text).__name__}, not str")
             return text
-        return self.source.format(value=value, date=moment, period=period or "", instance=instance)
+        template: str = self.source
+        return template.format(value=value, date=moment, period=period or "", instance=instance)

@@ -12,14 +12,14 @@ import math
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from django.core.signals import setting_changed
 from django.db import DatabaseError
 from django.dispatch import receiver
 
 from ..conf import SETTING_NAME, app_settings
-from ..exceptions import SequenceMisconfigured, SequenceUnavailable
+from ..exceptions import SequenceError, SequenceMisconfigured, SequenceUnavailable
 from . import leases
 from .exceptions import ClockMovedBackwards, SnowflakeError, WorkerLeaseExpired
 from .layouts import Layout, get_layout
@@ -89,7 +89,7 @@ class Generator:
         self._deadline = -math.inf  # monotonic time after which no id is issued without a renewal
         self._ceiling_ms = -1  # ids carry times up to this (Unix ms), as written to the lease row
         self._retry_after = -math.inf
-        self._failure: SnowflakeError | None = None
+        self._failure: SequenceError | None = None
 
     # --- the hot path (inlined in next_snowflake) -------------------------------------------------
 
@@ -128,7 +128,9 @@ class Generator:
                 self._counter = 0
                 tick_left = (self._epoch_ns + (now + 1) * self._unit_ns - now_ns) / 1e9
                 self._until = min(monotonic() + tick_left, self._deadline)
-                self._prefix = (now << layout.time_shift) | (self.lease.worker_id << layout.worker_shift)
+                # Leased: without a lease the deadline is -inf, so _foreground_lease() above took one.
+                worker_id = cast(leases.Lease, self.lease).worker_id
+                self._prefix = (now << layout.time_shift) | (worker_id << layout.worker_shift)
                 return self._prefix
             if now == self._last and self._counter < self._max_counter:
                 self._counter += 1
@@ -173,7 +175,7 @@ class Generator:
             raise
         self._install(lease, started)
 
-    def _fail(self, failure: SnowflakeError) -> None:
+    def _fail(self, failure: SequenceError) -> None:
         self._failure = failure
         self._retry_after = monotonic() + RETRY_PAUSE
 
