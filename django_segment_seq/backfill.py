@@ -17,7 +17,7 @@ from .sync import empty_values, sequence_field, sync_sequence
 DEFAULT_BATCH_SIZE = 1000
 
 # Called after each batch with (rows picked, rows filled); rows filled by someone else meanwhile are the difference.
-Progress = Callable[[int, int], None]
+Progress = Callable[[int, int], object]  # what it returns is ignored
 
 
 @dataclass

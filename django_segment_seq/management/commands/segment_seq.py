@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from argparse import ArgumentParser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.exceptions import ValidationError
@@ -20,6 +20,9 @@ from django_segment_seq.parsing import UnparseableFormat
 from django_segment_seq.ranges import BIGINT_MAX
 from django_segment_seq.routing import sequence_database
 from django_segment_seq.sync import sync_sequence
+
+if TYPE_CHECKING:
+    from django_segment_seq.cache import SequenceStats
 
 NO_LIMIT = "no limit"
 
@@ -81,7 +84,7 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("No sequences yet: a row is created when a sequence is first used.")
             return
-        table = [("NAME", "VALUE", "STEP", "MIN", "MAX", "CYCLE", "LEFT")]
+        table: list[tuple[str, ...]] = [("NAME", "VALUE", "STEP", "MIN", "MAX", "CYCLE", "LEFT")]
         for name, periods in sorted(groups.items()):
             table.append(_row_cells(by_name[name]) if name in by_name else (name, "(no row)", "", "", "", "", ""))
             table += [_row_cells(row, indent="  ") for row in _newest_first(periods)]
@@ -101,7 +104,7 @@ class Command(BaseCommand):
             self._print_json({**_row_dict(row), "periods": [_row_dict(p) for p in periods], "this_process": figures})
             return
         self.stdout.write(f"Sequence {row.name} (database {alias})")
-        details = [
+        details: list[tuple[str, object]] = [
             ("value", row.value),
             ("step", row.step),
             ("minimum", row.min_value),
@@ -288,7 +291,7 @@ def _row_dict(row: Sequence) -> dict[str, Any]:
     }
 
 
-def _stats_dict(stats: Any) -> dict[str, int]:
+def _stats_dict(stats: SequenceStats) -> dict[str, int]:
     figures = dataclasses.asdict(stats) if dataclasses.is_dataclass(stats) else dict(vars(stats))
     figures["blocking_fetches"] = stats.blocking_fetches
     return figures
