@@ -130,6 +130,8 @@ class Sequence(models.Model):
     )
     created = models.DateTimeField(_("created"), auto_now_add=True)
     modified = models.DateTimeField(_("modified"), auto_now=True)
+    # Set by the admin's change form: the row as it was loaded, before submitted values were written onto it.
+    _as_loaded: Sequence
 
     class Meta:
         verbose_name = _("sequence")
