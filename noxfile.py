@@ -63,7 +63,16 @@ NOT_CORE = [
 
 
 DOCS_REQUIREMENTS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.6,<10"]
-LINT_REQUIREMENTS = ["ruff>=0.15", "mypy>=1.18", "django-stubs[compatible-mypy]>=5.2", "dj-database-url>=2.1"]
+# pytest and pytest-django for the plugin's types (both ship them), types-tqdm for the command's progress bar.
+LINT_REQUIREMENTS = [
+    "ruff>=0.15",
+    "mypy>=1.18",
+    "django-stubs[compatible-mypy]>=5.2",
+    "dj-database-url>=2.1",
+    "pytest>=8",
+    "pytest-django>=4.8",
+    "types-tqdm>=4.66",
+]
 
 
 def django_requirement(release: str) -> str:

@@ -364,7 +364,9 @@ def bench_bulk(smoke: bool) -> dict[str, Any]:
     # Each batch against the other variants' batches of the same round: a slow spell of the shared
     # machine hits all three, so the median of these paired ratios is the steadiest figure.
     paired = {
-        other: statistics.median(t_other / t_seq for t_other, t_seq in zip(times[other], times["sequence"]))
+        other: statistics.median(
+            t_other / t_seq for t_other, t_seq in zip(times[other], times["sequence"], strict=True)
+        )
         for other in ("auto", "counter")
     }
     figures = sequence_stats()[("default", "bench-bulk")]
@@ -539,7 +541,8 @@ def main() -> None:
     parser.add_argument(
         "--only",
         help="comma-separated parts to run, printed as JSON (no table, no file); "
-        "'connections' (also part of a full run, not of --smoke) prints its table and writes results-connections-DB.json",
+        "'connections' (also part of a full run, not of --smoke) prints its table and writes "
+        "results-connections-DB.json",
     )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--dbname", help=argparse.SUPPRESS)

@@ -482,7 +482,7 @@ def measure_start(db: str, dbname: str, processes: int, count: int, workdir: Pat
                 ("p99", percentile(firsts, 0.99)),
                 ("max", max(firsts, default=None)),
             )
-        },  # fmt: skip
+        },
         "first_number_seconds_p50_of_processes_with_one": percentile([t for t in firsts if not math.isinf(t)], 0.50),
         "connect_seconds_p50": _finite(percentile([_or_inf(f["connect_seconds"]) for f in figures], 0.50)),
         "startup_seconds": ready - launched,
@@ -564,11 +564,23 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str]]:
     sessions = steady["sessions"]
     if isinstance(sessions, dict):
         rows += [
-            (f"steady, {n} processes: Django sessions (+ parent's)", f"{sessions['django_connections']} (+{sessions['parent']})", f"{n} (+1)"),
-            ("steady: extra sessions per process, taking numbers", _num(sessions["extra_per_process_while_taking"]), ""),
-            (f"steady: extra sessions per process, {sessions['idle_wait_seconds']:.0f} s idle (max idle {MAX_IDLE:g} s)",
-             _num(sessions["extra_per_process_after_idle"]), "0"),
-        ]  # fmt: skip
+            (
+                f"steady, {n} processes: Django sessions (+ parent's)",
+                f"{sessions['django_connections']} (+{sessions['parent']})",
+                f"{n} (+1)",
+            ),
+            (
+                "steady: extra sessions per process, taking numbers",
+                _num(sessions["extra_per_process_while_taking"]),
+                "",
+            ),
+            (
+                f"steady: extra sessions per process, {sessions['idle_wait_seconds']:.0f} s idle "
+                f"(max idle {MAX_IDLE:g} s)",
+                _num(sessions["extra_per_process_after_idle"]),
+                "0",
+            ),
+        ]
     else:
         rows.append(("steady: server sessions", sessions, ""))
     rows.append(
@@ -590,7 +602,8 @@ def table(r: dict[str, Any]) -> list[tuple[str, str, str]]:
         (f"start, {p} processes: errors raised to callers", f"{start['errors']:,}", "0"),
         (
             "start: processes with errors / without a number / short of numbers",
-            f"{start['processes_with_errors']} / {start['processes_without_a_number']} / {start['processes_short_of_numbers']}",
+            f"{start['processes_with_errors']} / {start['processes_without_a_number']} / "
+            f"{start['processes_short_of_numbers']}",
             "0 / 0 / 0",
         ),
         ("start: error kinds", kinds or "none", ""),
@@ -650,8 +663,10 @@ def report(results: dict[str, Any], json_path: str | None = None) -> Path:
     rows = table(results)
     results["table"] = [list(row) for row in rows]
     width = max(len(row[0]) for row in rows)
-    print(f"\ndjango-segment-seq connections benchmark on {results['db']} ({results['vendor_version']}), "
-          f"{results['cpus']} CPUs, commit {results['commit']}{', smoke size' if results['smoke'] else ''}")  # fmt: skip
+    print(
+        f"\ndjango-segment-seq connections benchmark on {results['db']} ({results['vendor_version']}), "
+        f"{results['cpus']} CPUs, commit {results['commit']}{', smoke size' if results['smoke'] else ''}"
+    )
     for measure, value, target in rows:
         print(f"  {measure:<{width}}  {value:>24}  {target}")
     path = Path(json_path) if json_path else ROOT / "benchmarks" / f"results-connections-{results['db']}.json"

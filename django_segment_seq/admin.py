@@ -1,4 +1,4 @@
-"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion; periods with their sequence.
+"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion; periods by sequence.
 
 Each row also shows how much of it is handed out and, for a row with a maximum, when it runs out.
 """
@@ -6,7 +6,7 @@ Each row also shows how much of it is handed out and, for a row with a maximum, 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -27,6 +27,18 @@ from .ranges import BIGINT_MAX
 from .snowflake.models import WorkerLease
 from .usage import HORIZON, has_limit, usage
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from django_stubs_ext import FieldOpts, StrOrPromise
+
+    _SequenceFormBase = forms.ModelForm[Sequence]
+    _SequenceAdminBase = admin.ModelAdmin[Sequence]
+    _WorkerLeaseAdminBase = admin.ModelAdmin[WorkerLease]
+else:
+    _SequenceFormBase = forms.ModelForm
+    _SequenceAdminBase = _WorkerLeaseAdminBase = admin.ModelAdmin
+
 NO_LIMIT = _("no limit")
 
 
@@ -41,12 +53,13 @@ class NoLimitField(forms.IntegerField):
         return BIGINT_MAX if number is None else number
 
 
-class SequenceForm(forms.ModelForm):
+class SequenceForm(_SequenceFormBase):
     """Leaves `value` alone unless the admin changed it: the page may be older than ranges taken since."""
 
     class Meta:
         model = Sequence
-        fields = "__all__"
+        # The editable columns; the admin's fieldsets then choose among them per page.
+        fields = ["name", "value", "step", "min_value", "max_value", "cycle"]
         field_classes = {"max_value": NoLimitField}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -72,9 +85,9 @@ class SequenceFilter(admin.SimpleListFilter):
     title = _("sequence")
     parameter_name = "sequence"
 
-    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: admin.ModelAdmin[Any]) -> list[tuple[str, str]]:
         names = Sequence.objects.exclude(base_name=None).values_list("base_name", flat=True).distinct()
-        return [(name, name) for name in sorted(set(names))]
+        return [(name, name) for name in sorted({name for name in names if name is not None})]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Sequence]) -> QuerySet[Sequence] | None:
         if self.value():
@@ -83,7 +96,7 @@ class SequenceFilter(admin.SimpleListFilter):
 
 
 @admin.register(Sequence)
-class SequenceAdmin(admin.ModelAdmin):
+class SequenceAdmin(_SequenceAdminBase):
     form = SequenceForm
     list_display = [
         "name",
@@ -117,18 +130,20 @@ class SequenceAdmin(admin.ModelAdmin):
             obj._as_loaded = copy.copy(obj)
         return obj
 
-    def get_list_display(self, request: HttpRequest) -> list[str]:
+    def get_list_display(self, request: HttpRequest) -> list[str | Callable[[Sequence], str | bool]]:
         # A period column stays empty until some sequence restarts per period.
         if Sequence.objects.exclude(base_name=None).exists():
             return list(self.list_display)
         return [name for name in self.list_display if name != "period_shown"]
 
-    def get_fieldsets(self, request: HttpRequest, obj: Sequence | None = None) -> list[tuple[Any, dict[str, Any]]]:
+    def get_fieldsets(
+        self, request: HttpRequest, obj: Sequence | None = None
+    ) -> list[tuple[StrOrPromise | None, FieldOpts]]:
         # Period fields mean something on per-period rows only; use figures need a stored row.
         hidden = set() if obj is not None and obj.base_name is not None else {"base_sequence", "period"}
         if obj is None:
             hidden |= {"used", "left", "runs_out", "created", "modified"}
-        shown = []
+        shown: list[tuple[StrOrPromise | None, FieldOpts]] = []
         for title, options in super().get_fieldsets(request, obj):
             fields = [field for field in options["fields"] if field not in hidden]
             if fields:
@@ -171,12 +186,12 @@ class SequenceAdmin(admin.ModelAdmin):
         )
 
     @admin.display(description=_("left"))
-    def left(self, obj: Sequence) -> str:
+    def left(self, obj: Sequence) -> StrOrPromise:
         left = usage(as_loaded(obj)).left
         return NO_LIMIT if left is None else number_format(left, force_grouping=True)
 
     @admin.display(description=_("runs out"))
-    def runs_out(self, obj: Sequence) -> SafeString | str:
+    def runs_out(self, obj: Sequence) -> SafeString | StrOrPromise:
         figures = usage(as_loaded(obj))
         if figures.left is None:
             return NO_LIMIT
@@ -186,6 +201,7 @@ class SequenceAdmin(admin.ModelAdmin):
             if figures.handed_out == 0:
                 return two_lines(_("never"), _("nothing handed out yet"))
             return two_lines(_("too early to tell"), _("under a minute of history"))
+        when: StrOrPromise
         if figures.runs_out_in >= HORIZON:
             when = _("in over 100 years")
         else:
@@ -232,7 +248,7 @@ def as_loaded(obj: Sequence) -> Sequence:
     return getattr(obj, "_as_loaded", obj)
 
 
-def two_lines(main: str, detail: str) -> SafeString:
+def two_lines(main: StrOrPromise, detail: StrOrPromise) -> SafeString:
     """A figure with a quieter line under it saying where it comes from."""
     return format_html('<span style="white-space: nowrap;">{}<br><span class="quiet">{}</span></span>', main, detail)
 
@@ -272,7 +288,7 @@ def pace_text(pace: float | None) -> str:
 
 
 @admin.register(WorkerLease)
-class WorkerLeaseAdmin(admin.ModelAdmin):
+class WorkerLeaseAdmin(_WorkerLeaseAdminBase):
     """Read-only: leases are taken, renewed and released by the processes; an edit could hand one worker id to two."""
 
     list_display = ["layout", "worker_id", "owner", "is_live", "acquired_at", "renewed_at", "expires_at"]

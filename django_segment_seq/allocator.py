@@ -12,11 +12,11 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connections, transaction
+from django.db import DatabaseError, Error, InterfaceError, OperationalError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
@@ -35,7 +35,7 @@ from .ranges import Block, Row, next_block
 from .statements import COMMIT, ROLLBACK, Statements, statements_for
 
 # Errors after which a fresh connection and another attempt may succeed.
-TRANSIENT_ERRORS: tuple[type[DatabaseError], ...] = (OperationalError, InterfaceError)
+TRANSIENT_ERRORS: tuple[type[Error], ...] = (OperationalError, InterfaceError)  # InterfaceError is no DatabaseError
 # Errors that mean another transaction moved the row first: counted as lost compare-and-sets, not failures.
 LOST_RACE_SQLSTATES = frozenset({"40001", "40P01"})
 LOST_RACE_MYSQL_CODES = frozenset({1213, 1020})
@@ -48,9 +48,10 @@ LOCK_TIMEOUT_MYSQL_CODES = frozenset({1205})
 _savepoint_create = getattr(transaction, "savepoint_create", None) or transaction.savepoint
 
 
-def _savepoint(alias: str) -> str | None:
+def _savepoint(alias: str) -> str:
     """A savepoint in the caller's transaction, so an error of ours never breaks it."""
-    return _savepoint_create(using=alias)  # type: ignore[no-any-return]
+    # str as in the stubs; outside a transaction Django returns None, which savepoint_commit/rollback ignore too.
+    return _savepoint_create(using=alias)
 
 
 class RowBusy(Exception):
@@ -71,7 +72,7 @@ class _RowMissing(Exception):
 class Allocation:
     """A block now owned by the caller, with the row's step and what it cost to get."""
 
-    block: Block = Block(0, -1)
+    block: Block = Block(0, -1)  # noqa: RUF009 - a NamedTuple: immutable, safe to share
     step: int = 0
     conflicts: int = 0
     failures: int = 0
@@ -286,10 +287,8 @@ def _write_transaction(cursor: Any, sql: Statements) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        try:
+        with suppress(DatabaseError):  # the connection is broken; the pool drops it
             cursor.execute(ROLLBACK)
-        except DatabaseError:
-            pass  # the connection is broken; the pool drops it
         raise
     cursor.execute(COMMIT)
 
@@ -379,13 +378,13 @@ def _create_row(
 
 def _new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
     """The row a sequence gets on first use (the model's defaults, DEFAULT_STEP), if CREATE_ON_FIRST_USE allows it."""
-    from .models import Sequence
+    from .models import Sequence, concrete_field
 
     if not settings["CREATE_ON_FIRST_USE"]:
         raise SequenceNotFound(name, alias)
-    field = Sequence._meta.get_field
-    min_value = field("min_value").default
-    return Row(min_value - 1, settings["DEFAULT_STEP"], min_value, field("max_value").default, False, 0)
+    min_value = concrete_field(Sequence, "min_value").default
+    max_value = concrete_field(Sequence, "max_value").default
+    return Row(min_value - 1, settings["DEFAULT_STEP"], min_value, max_value, False, 0)
 
 
 def backoff(attempt: int, ceiling: float) -> None:
@@ -405,7 +404,7 @@ def create_derived_row(
     period: str | None = None,
     cap: int | None = None,
 ) -> None:
-    """Create row `name` if missing, from `base_name`'s step and limits (created per CREATE_ON_FIRST_USE) or the defaults.
+    """Create row `name` if missing, from `base_name`'s step and limits (per CREATE_ON_FIRST_USE) or the defaults.
 
     Its max_value is lowered to `cap`. Creation is INSERT-if-missing, so many processes may race here
     and all but one quietly find the row there. An existing row is left as it is.
@@ -433,6 +432,7 @@ def _create_derived_row(
     with connection.cursor() as cursor:
         if _read_row(cursor, sql.select_row, name) is not None:
             return
+        template: Row | None
         if base_name is None:
             template = _new_row(alias, name, settings)
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from .sync import empty_values, sequence_field, sync_sequence
 DEFAULT_BATCH_SIZE = 1000
 
 # Called after each batch with (rows picked, rows filled); rows filled by someone else meanwhile are the difference.
-Progress = Callable[[int, int], None]
+Progress = Callable[[int, int], object]  # what it returns is ignored
 
 
 @dataclass
@@ -63,10 +64,9 @@ def fill_empty(
     field = fillable_field(model, field_name)
     alias = using or router.db_for_write(model)
     if sync:
-        try:
+        # Numbers of a callable format cannot be read back; they are taken from where the sequence is.
+        with suppress(UnparseableFormat):
             sync_sequence(model, field_name, using=alias)
-        except UnparseableFormat:
-            pass  # numbers of a callable format cannot be read back; they are taken from where the sequence is
     empty = model._base_manager.db_manager(alias).filter(empty_values(field)).order_by("pk")
     in_bulk = not isinstance(field, FormattedSequenceField) and not field.gapless
     result = FillResult()
@@ -93,7 +93,7 @@ def _fill_batch(
         from .api import next_values
 
         # Taken before the transaction opens, so on SQLite the block never waits for this batch's own write lock.
-        for row, number in zip(rows, next_values(field.sequence_name, len(rows))):
+        for row, number in zip(rows, next_values(field.sequence_name, len(rows)), strict=True):
             setattr(row, field.attname, number)
     connection = connections[alias]
     with transaction.atomic(using=alias):
@@ -116,8 +116,11 @@ def _update_if_empty(
 ) -> int:
     """Set each row's value in one UPDATE per chunk, changing only rows whose value is still empty (someone else may
     have filled one meanwhile); returns the rows changed."""
+    from .models import column_of
+
     quote = connection.ops.quote_name
-    table, column, pk = quote(model._meta.db_table), quote(field.column), quote(model._meta.pk.column)
+    table, column = quote(model._meta.db_table), quote(column_of(model, field.name))
+    pk = quote(column_of(model, model._meta.pk.name))
     empty = f"{column} IS NULL" + (f" OR {column} = ''" if isinstance(field, FormattedSequenceField) else "")
     # Three parameters a row; SQLite caps the parameters of one statement.
     limit = connection.features.max_query_params

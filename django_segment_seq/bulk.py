@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Sequence as SequenceOf
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import models
 
 from .api import next_values
+
+_M = TypeVar("_M", bound=models.Model)
 
 
 def fill_sequences(objs: SequenceOf[models.Model]) -> int:
@@ -33,7 +35,7 @@ def fill_sequences(objs: SequenceOf[models.Model]) -> int:
     for name, parts in wanted.items():
         numbers = iter(next_values(name, sum(len(empty) for empty, _ in parts)))
         for empty, attname in parts:
-            for obj, number in zip(empty, numbers):
+            for obj, number in zip(empty, numbers, strict=False):  # numbers is shared by all parts
                 obj.__dict__[attname] = number
             filled += len(empty)
     return filled
@@ -58,10 +60,10 @@ def _sequence_fields(model: type[models.Model]) -> list[Any]:
     return [f for f in model._meta.concrete_fields if isinstance(f, SequenceField) and not f.gapless]
 
 
-class SequenceQuerySet(models.QuerySet):
+class SequenceQuerySet(models.QuerySet[_M]):
     """A QuerySet whose bulk_create takes all numbers of a call with one allocation per sequence."""
 
-    def bulk_create(self, objs: Iterable[models.Model], *args: Any, **kwargs: Any) -> list[models.Model]:
+    def bulk_create(self, objs: Iterable[_M], *args: Any, **kwargs: Any) -> list[_M]:
         objs = list(objs)
         fill_sequences(objs)
         return super().bulk_create(objs, *args, **kwargs)

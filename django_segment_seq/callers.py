@@ -39,7 +39,7 @@ def raw_transaction_open(connection: BaseDatabaseWrapper) -> bool | None:
     if connection.vendor == "postgresql":
         from psycopg.pq import TransactionStatus
 
-        return raw.info.transaction_status != TransactionStatus.IDLE
+        return bool(raw.info.transaction_status != TransactionStatus.IDLE)
     return None
 
 
@@ -56,7 +56,7 @@ def committed(connection: BaseDatabaseWrapper) -> bool:
 
 
 def can_carry_allocation(connection: BaseDatabaseWrapper) -> bool:
-    """Whether the caller's connection can commit an allocation on its own: autocommit, no transaction, this process's."""
+    """Whether the caller's connection can commit an allocation itself: autocommit, no transaction, this process's."""
     opened_in = getattr(connection, _OPENED_IN, None)
     if connection.connection is not None and opened_in != os.getpid():
         return False  # inherited through fork(): its session belongs to the parent

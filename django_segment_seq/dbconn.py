@@ -10,7 +10,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
@@ -119,7 +119,7 @@ class ConnectionPool:
                 self._discard(connection)
 
     def forget_after_fork(self) -> None:
-        """In a fork child: stop using the parent's connections, and make sure the child can never end their sessions."""
+        """In a fork child: stop using the parent's connections, and make sure the child never ends their sessions."""
         inherited = [conn for conns in self._idle.values() for conn, _since in conns] + list(self._borrowed)
         for connection in inherited:
             _detach_socket(connection)
@@ -162,10 +162,8 @@ class ConnectionPool:
 
     @staticmethod
     def _discard(connection: BaseDatabaseWrapper) -> None:
-        try:
+        with suppress(Exception):  # the connection is broken already; a new one replaces it
             connection.close()
-        except Exception:  # noqa: BLE001 - the connection is broken already; a new one replaces it
-            pass
 
 
 def _detach_socket(connection: BaseDatabaseWrapper) -> None:

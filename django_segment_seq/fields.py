@@ -1,9 +1,10 @@
-"""SequenceField: a model field filled from a named sequence when its row is first inserted, as a number or formatted text."""
+"""SequenceField: a model field filled from a named sequence when its row is first inserted, as a number or as text."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence as SequenceOf
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core import checks
 from django.core.exceptions import FieldDoesNotExist, ValidationError
@@ -14,13 +15,25 @@ from . import formatting
 from .formatting import PERIOD_SUFFIX_LENGTH, FlowFormat
 from .resets import NAMED, Reset, ResetOption
 
+if TYPE_CHECKING:
+    from django.db.models.expressions import Combinable
+
+    # The stubs' value types, plus None: an empty field is filled at save.
+    _MixinBase = models.Field[Any, Any]
+    _IntegerBase = models.BigIntegerField[float | int | str | Combinable | None, int]
+    _TextBase = models.CharField[str | int | Combinable | None, str]
+else:
+    _MixinBase = object  # the mixin is only ever combined with a Field
+    _IntegerBase = models.BigIntegerField
+    _TextBase = models.CharField
+
 
 def filled_at_save() -> None:
     """The default of a primary-key SequenceField: nothing until save() takes a number."""
     return None
 
 
-class _SequenceFieldMixin:
+class _SequenceFieldMixin(_MixinBase):
     """What the integer and the formatted field share: the sequence name, the flow options and their checks."""
 
     sequence_name: str
@@ -119,17 +132,20 @@ class _SequenceFieldMixin:
                     id="django_segment_seq.E014",
                 )
             )
-        elif self.reset is not None and isinstance(self.sequence_name, str):
-            if len(self.sequence_name) + PERIOD_SUFFIX_LENGTH > 100 or "@" in self.sequence_name:
-                errors.append(
-                    checks.Error(
-                        f"SequenceField sequence_name {self.sequence_name!r} cannot carry a period: per-period rows "
-                        f"are named '<sequence_name>@<period>', which must stay within 100 characters.",
-                        hint=f"With reset, use a name of at most {100 - PERIOD_SUFFIX_LENGTH} characters without '@'.",
-                        obj=self,
-                        id="django_segment_seq.E018",
-                    )
+        elif (
+            self.reset is not None
+            and isinstance(self.sequence_name, str)
+            and (len(self.sequence_name) + PERIOD_SUFFIX_LENGTH > 100 or "@" in self.sequence_name)
+        ):
+            errors.append(
+                checks.Error(
+                    f"SequenceField sequence_name {self.sequence_name!r} cannot carry a period: per-period rows "
+                    f"are named '<sequence_name>@<period>', which must stay within 100 characters.",
+                    hint=f"With reset, use a name of at most {100 - PERIOD_SUFFIX_LENGTH} characters without '@'.",
+                    obj=self,
+                    id="django_segment_seq.E018",
                 )
+            )
         errors += self._check_reset_on()
         errors += self._check_fiscal_year_start()
         if not isinstance(self.gapless, bool):
@@ -249,7 +265,7 @@ class _SequenceFieldMixin:
         ]
 
 
-class SequenceField(_SequenceFieldMixin, models.BigIntegerField):
+class SequenceField(_SequenceFieldMixin, _IntegerBase):
     """A BigIntegerField whose value, when left empty, is taken from a sequence at INSERT time.
 
     A value assigned by the caller is stored as given, and updates never touch it. With
@@ -277,7 +293,7 @@ class SequenceField(_SequenceFieldMixin, models.BigIntegerField):
         self._setup(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start)
         super().__init__(*args, **kwargs)
 
-    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+    def deconstruct(self) -> tuple[str, str, SequenceOf[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
         self._deconstruct_common(kwargs)
         return name, "django_segment_seq.fields.SequenceField", args, kwargs
@@ -306,7 +322,7 @@ class SequenceField(_SequenceFieldMixin, models.BigIntegerField):
         return [*super().check(**kwargs), *self._check_sequence_name(), *self._check_flow_options(None)]
 
 
-class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
+class FormattedSequenceField(_SequenceFieldMixin, _TextBase):
     """A CharField holding a flow number ("OD20261122000123"): a sequence number rendered by a format.
 
     With reset, each day, week, month, quarter, (fiscal) year or callable-defined period counts from
@@ -333,7 +349,7 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
         kwargs.setdefault("max_length", self.flow.default_max_length(self.reset_rule))
         super().__init__(*args, **kwargs)
 
-    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+    def deconstruct(self) -> tuple[str, str, SequenceOf[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
         self._deconstruct_common(kwargs)
         kwargs["format"] = self.format
@@ -366,7 +382,9 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
         """The one instant that picks the period and fills {date}: the record's reset_on date, else now."""
         if self.reset_on is None:
             return formatting.now()
-        field = self.model._meta.get_field(self.reset_on)
+        from .models import concrete_field
+
+        field = concrete_field(self.model, self.reset_on)  # a DateField or DateTimeField, as E020 checks
         value = getattr(instance, field.attname)
         if value in (None, ""):
             return formatting.now()
@@ -481,6 +499,8 @@ class FormattedSequenceField(_SequenceFieldMixin, models.CharField):
             field = self.model._meta.get_field(attribute)
         except FieldDoesNotExist:
             return None if hasattr(self.model, attribute) else _UNKNOWN_ATTRIBUTE
+        if not isinstance(field, models.Field):
+            return None  # a reverse relation: no column to measure
         if field.choices:
             return max((len(str(key)) for key, _label in field.flatchoices), default=0)
         if getattr(field, "max_length", None):

@@ -6,7 +6,7 @@ import re
 import string
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any, Union
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -25,7 +25,7 @@ ASSUMED_INSTANCE_WIDTH = 20
 CALLABLE_DEFAULT_MAX_LENGTH = 64
 
 FormatCallable = Callable[[int, Any, datetime], str]
-Format = Union[str, FormatCallable]
+Format = str | FormatCallable
 
 # Python's format-spec mini-language, for the parts that decide a zero-padded width.
 _SPEC = re.compile(
@@ -264,4 +264,5 @@ class FlowFormat:
             if not isinstance(text, str):
                 raise TypeError(f"format callable {self.source!r} returned {type(text).__name__}, not str")
             return text
-        return self.source.format(value=value, date=moment, period=period or "", instance=instance)
+        template: str = self.source
+        return template.format(value=value, date=moment, period=period or "", instance=instance)

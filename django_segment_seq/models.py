@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
@@ -12,6 +12,15 @@ from django.utils.translation import gettext_lazy as _
 
 from .ranges import BIGINT_MAX, BIGINT_MIN
 from .snowflake.models import WorkerLease  # noqa: F401 - the Snowflake worker id leases
+
+if TYPE_CHECKING:
+    from django.db.models.expressions import Combinable
+    from django_stubs_ext import StrOrPromise
+
+    # The stubs' value types, plus None: an empty value is filled at save.
+    _IntegerBase = models.BigIntegerField[float | int | str | Combinable | None, int]
+else:
+    _IntegerBase = models.BigIntegerField
 
 NAME_MAX_LENGTH = 100
 
@@ -40,7 +49,23 @@ def require_valid_name(name: object) -> None:
         raise ValueError(" ".join(exc.messages)) from None
 
 
-class CounterValueField(models.BigIntegerField):
+def concrete_field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    """The field `name` of `model` itself: get_field() also returns reverse relations, which have no column."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field):
+        raise TypeError(f"{model._meta.label}.{name} is a reverse relation, not a field of the model")
+    return field
+
+
+def column_of(model: type[models.Model], name: str) -> str:
+    """The column of `model`'s field `name`, for raw SQL."""
+    column = concrete_field(model, name).column
+    if column is None:
+        raise TypeError(f"{model._meta.label}.{name} has no column of its own")
+    return column
+
+
+class CounterValueField(_IntegerBase):
     """The `value` column: left empty on insert, it starts just below `min_value`.
 
     Filling it in the field rather than in Sequence.save() covers bulk_create() and the historical
@@ -79,7 +104,7 @@ class Sequence(models.Model):
         default=False,
         help_text=_("Start again at the minimum after the maximum. Cycling repeats numbers by design."),
     )
-    base_name = models.CharField(
+    base_name = models.CharField(  # noqa: DJ001 - NULL: not a per-period row; changing it needs a migration
         _("base sequence"),
         max_length=NAME_MAX_LENGTH,
         null=True,
@@ -88,7 +113,7 @@ class Sequence(models.Model):
         db_index=True,
         help_text=_("For a per-period row of a sequence that restarts daily, monthly or yearly: that sequence."),
     )
-    period = models.CharField(
+    period = models.CharField(  # noqa: DJ001 - NULL: not a per-period row; changing it needs a migration
         _("period"),
         max_length=10,
         null=True,
@@ -105,6 +130,8 @@ class Sequence(models.Model):
     )
     created = models.DateTimeField(_("created"), auto_now_add=True)
     modified = models.DateTimeField(_("modified"), auto_now=True)
+    # Set by the admin's change form: the row as it was loaded, before submitted values were written onto it.
+    _as_loaded: Sequence
 
     class Meta:
         verbose_name = _("sequence")
@@ -149,7 +176,7 @@ class Sequence(models.Model):
         errors: dict[str, list[ValidationError]] = {}
         changed = self.changed_fields()
 
-        def refuse(field: str, message: str, **params: Any) -> None:
+        def refuse(field: str, message: StrOrPromise, **params: Any) -> None:
             errors.setdefault(field, []).append(ValidationError(message, params=params))
 
         def edited(*fields: str) -> str:
@@ -219,7 +246,7 @@ class Sequence(models.Model):
         if fields is None or "value" in fields:
             self._loaded_value = self.__dict__.get("value")
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:  # noqa: DJ012 - kept beside refresh_from_db, whose _loaded_value it reads
         """Save without ever rewinding `value` or stranding it above `max_value`, and move `version`.
 
         A stale copy (an admin form open while processes take ranges) keeps its hands off the value:
@@ -251,7 +278,7 @@ class Sequence(models.Model):
 
     def _update_columns(self, names: set[str], using: str | None) -> None:
         manager = type(self)._base_manager.db_manager(using)
-        changes: dict[str, Any] = {name: getattr(self, self._meta.get_field(name).attname) for name in names}
+        changes: dict[str, Any] = {name: getattr(self, concrete_field(type(self), name).attname) for name in names}
         self.modified = changes["modified"] = timezone.now()
         changes["version"] = F("version") + 1
         rows = manager.filter(pk=self.pk)

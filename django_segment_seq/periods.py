@@ -1,4 +1,4 @@
-"""Numbers for formatted and gapless fields: the row of the current period, created on first use, then a number from it."""
+"""Numbers for formatted and gapless fields: the current period's row, created on first use, then a number from it."""
 
 from __future__ import annotations
 

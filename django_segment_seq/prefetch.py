@@ -1,4 +1,4 @@
-"""Background range fetches, each on a short-lived thread of its own, so a slow or locked row never holds up another sequence.
+"""Background range fetches, each on a short-lived thread of its own: a slow or locked row never holds up others.
 
 At most one fetch per sequence is in flight (the cache sees to that), so the threads are few. None
 is started in a fork child for the parent's work, and none is started once the interpreter exits.
@@ -47,7 +47,7 @@ class Prefetcher:
         return True
 
     def shutdown(self, timeout: float = 2.0) -> None:
-        """Refuse new jobs (callers then fetch in the foreground) and wait at most `timeout` seconds for running ones."""
+        """Refuse new jobs (callers then fetch in the foreground); wait at most `timeout` seconds for running ones."""
         with self._lock:
             self._closed = True
         self.drain(timeout)

@@ -60,11 +60,10 @@ def _blocker(item: pytest.Item) -> Any:
         return item.config.stash[blocking_manager_key]
     except (ImportError, KeyError):  # pragma: no cover - older pytest-django
         try:
-            from pytest_django.plugin import _blocking_manager
-
-            return _blocking_manager
+            from pytest_django import plugin
         except ImportError:
             return None
+        return getattr(plugin, "_blocking_manager", None)  # a module global before the stash key
 
 
 def _django_ready() -> bool:

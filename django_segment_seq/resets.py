@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Union
+from typing import Any, cast
 
 # A key must fit the Sequence.period column and, after "@", the 100-character row name.
 KEY_MAX_LENGTH = 10
@@ -18,7 +18,7 @@ NAMED: dict[str, str] = {
 }
 
 ResetCallable = Callable[[datetime], str]
-ResetOption = Union[str, ResetCallable, None]
+ResetOption = str | ResetCallable | None
 
 
 def named_key(moment: datetime, reset: str, fiscal_year_start: int | None = None) -> str:
@@ -92,12 +92,12 @@ class Reset:
         """What one period is called in messages: "day", "fiscal year", "period"."""
         if self.is_fiscal:
             return "fiscal year"
-        return NAMED[self.reset] if self.is_named else "period"  # type: ignore[index]
+        return NAMED[cast(str, self.reset)] if self.is_named else "period"
 
     def key(self, moment: datetime) -> str | None:
         """The period `moment` falls in; None without a (known) reset. A callable's key is checked here."""
         if self.is_callable:
-            key = self.reset(moment)  # type: ignore[operator]
+            key = cast(ResetCallable, self.reset)(moment)
             problem = key_problem(key)
             if problem:
                 raise ValueError(f"reset callable {_name_of(self.reset)} returned {key!r} for {moment}: {problem}.")

@@ -1,4 +1,4 @@
-"""SQLite's single writer, in one place: whether the caller's transaction holds the file's lock, and what that rules out.
+"""SQLite's single writer in one place: whether the caller's transaction holds the file's lock, and what that rules out.
 
 One SQLite file has one write lock. A caller's transaction that has read or written holds a lock
 that another connection's commit must wait for (or, in WAL mode, would make the caller's own next

@@ -93,7 +93,8 @@ def mysql_lock_wait(seconds: float) -> int:
 # locked the row: the row's xmin or xmax is a transaction id this session holds.
 CALLER_HOLDS_ROW = (
     "SELECT 1 FROM {table} s WHERE s.{name} = %s AND EXISTS (SELECT 1 FROM pg_locks l WHERE "
-    "l.pid = pg_backend_pid() AND l.locktype = 'transactionid' AND (l.transactionid = s.xmin OR l.transactionid = s.xmax))"
+    "l.pid = pg_backend_pid() AND l.locktype = 'transactionid' "
+    "AND (l.transactionid = s.xmin OR l.transactionid = s.xmax))"
 )
 
 # Every column a statement names, by model field name.
@@ -145,13 +146,13 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int)
 
 def _quoted_names(connection: BaseDatabaseWrapper) -> tuple[tuple[str, str], ...]:
     """The table and its columns quoted the connection's way, hashable for the per-vendor cache."""
-    from .models import Sequence
+    from .models import Sequence, column_of
 
     opts = Sequence._meta
     quote = connection.ops.quote_name
     names = {"table": quote(opts.db_table)}
     for field in _COLUMNS:
-        names[field] = quote(opts.get_field(field).column)
+        names[field] = quote(column_of(Sequence, field))
     return tuple(sorted(names.items()))
 
 

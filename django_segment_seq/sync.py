@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import models, router
 from django.db.models import Max, Q
@@ -41,7 +42,7 @@ def sequence_field(model: type[models.Model], field_name: str) -> _SequenceField
     return field
 
 
-def empty_values(field: models.Field) -> Q:
+def empty_values(field: models.Field[Any, Any]) -> Q:
     """Rows whose value the field would still fill: NULL, and for a formatted field also ''."""
     empty = Q(**{f"{field.name}__isnull": True})
     if isinstance(field, FormattedSequenceField):
@@ -58,7 +59,7 @@ def current_row_name(field: _SequenceFieldMixin) -> tuple[str, str | None]:
 def highest_stored(
     model: type[models.Model], field: _SequenceFieldMixin, *, using: str | None = None
 ) -> tuple[int | None, int]:
-    """The highest number in the column (for a reset field: among the current period's texts), and how many texts could not be read.
+    """The highest number in the column (for a reset field: in the current period's texts) and how many were unreadable.
 
     A formatted field's texts are read back through its format; UnparseableFormat when that cannot be done.
     """
@@ -90,9 +91,10 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     ValueError when the highest value is above the row's maximum; UnparseableFormat for formats that
     cannot be read back.
     """
-    from .api import clear_cache, sequence_database
+    from .api import clear_cache
     from .models import Sequence
     from .periods import ensure_row
+    from .routing import sequence_database
 
     field = sequence_field(model, field_name)
     highest, unreadable = highest_stored(model, field, using=using)

@@ -90,13 +90,13 @@ def clean_after_test(since: datetime.datetime, using: str | None = None) -> bool
 
 
 def _clean(connection: BaseDatabaseWrapper, since: datetime.datetime) -> None:
-    from .models import Sequence
+    from .models import Sequence, column_of
 
     # Raw SQL: a private connection is not one of Django's aliases, so the ORM cannot send it there.
     meta = Sequence._meta
     table = connection.ops.quote_name(meta.db_table)
     created, value, min_value, version = (
-        connection.ops.quote_name(meta.get_field(name).column) for name in ("created", "value", "min_value", "version")
+        connection.ops.quote_name(column_of(Sequence, name)) for name in ("created", "value", "min_value", "version")
     )
     when = connection.ops.adapt_datetimefield_value(since)
     with connection.cursor() as cursor:
@@ -140,4 +140,7 @@ class SequenceTestRunnerMixin:
 
 
 class DiscoverRunner(SequenceTestRunnerMixin, DjangoDiscoverRunner):
-    """Django's DiscoverRunner, closing the private connections first: `TEST_RUNNER = "django_segment_seq.testing.DiscoverRunner"`."""
+    """Django's DiscoverRunner, closing the private connections first.
+
+    `TEST_RUNNER = "django_segment_seq.testing.DiscoverRunner"`.
+    """

@@ -16,7 +16,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 def commit_hook_queued(connection: BaseDatabaseWrapper, callback: Callable[[], None] | None) -> bool:
     """Whether `callback` still waits in the connection's on_commit queue."""
-    return callback is not None and any(func is callback for _sids, func, *_robust in connection.run_on_commit)
+    # Each entry is (sids, func, robust).
+    return callback is not None and any(entry[1] is callback for entry in connection.run_on_commit)
 
 
 class Held:

@@ -27,7 +27,7 @@ class Usage:
 
 
 def has_limit(row: Sequence) -> bool:
-    """Whether the row has a maximum of its own rather than the column's default (2⁶³−1)."""
+    """Whether the row has a maximum of its own rather than the column's default (2**63 - 1)."""
     return row.max_value != BIGINT_MAX
 
 

@@ -83,13 +83,13 @@ def run_workers(transactional_db, tmp_path) -> Callable[..., list[list[int]]]:
                 stderr=subprocess.PIPE,
                 text=True,
             )
-            for (mode, name, count), out in zip(jobs, outs)
+            for (mode, name, count), out in zip(jobs, outs, strict=True)
         ]
         for proc in procs:
             _, err = proc.communicate(timeout=timeout)
             assert proc.returncode == 0, f"worker failed:\n{err}"
         results = [[int(line) for line in out.read_text().split()] for out in outs]
-        for (_, _, count), got in zip(jobs, results):
+        for (_, _, count), got in zip(jobs, results, strict=True):
             assert len(got) >= count
         return results
 

@@ -84,7 +84,8 @@ def server_sessions() -> int:
     count = 0
     for table in ("/proc/self/net/tcp", "/proc/self/net/tcp6"):
         try:
-            lines = open(table).read().splitlines()[1:]
+            with open(table) as file:
+                lines = file.read().splitlines()[1:]
         except OSError:
             continue
         for line in lines:

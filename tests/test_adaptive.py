@@ -1,5 +1,7 @@
 """Adaptive step: ranges grow under heavy demand and shrink under light demand, within [row step, MAX_STEP]."""
 
+import itertools
+
 import pytest
 from django.test import override_settings
 
@@ -25,7 +27,7 @@ def test_step_grows_to_the_ceiling_and_shrinks_to_the_row_step():
             got.append(next_value("a"))
             steps.append(step())
     assert steps[0] == 100 and steps[-1] == 800
-    assert all(later >= earlier for earlier, later in zip(steps, steps[1:]))
+    assert all(later >= earlier for earlier, later in itertools.pairwise(steps))
     with override_settings(SEGMENT_SEQ=SLOW):  # every range lasts far more than the target: halve
         for _ in range(3000):
             got.append(next_value("a"))

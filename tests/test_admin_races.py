@@ -1,5 +1,6 @@
 """The Sequence admin against processes that move the row while an admin is saving it."""
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -52,10 +53,8 @@ def test_max_value_is_not_lowered_below_a_value_reached_while_the_admin_saves(ad
             text=True,
         )
         movers.append(mover)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             mover.wait(timeout=5)  # if the admin locked the row, the allocation waits for the admin instead
-        except subprocess.TimeoutExpired:
-            pass
         original(self, request, obj, form, change)
 
     monkeypatch.setattr(SequenceAdmin, "save_model", save_model_while_another_process_allocates)

@@ -83,7 +83,7 @@ def test_edits_take_effect_at_next_fetch():
 def test_misconfigured_row_is_a_clear_error():
     Sequence.objects.create(name="bad", step=5)
     Sequence.objects.filter(name="bad").update(min_value=10, max_value=5)
-    with pytest.raises(SequenceMisconfigured, match="'bad'.*min_value 10 is greater than max_value 5"):
+    with pytest.raises(SequenceMisconfigured, match=r"'bad'.*min_value 10 is greater than max_value 5"):
         next_value("bad")
     assert Sequence.objects.get(name="bad").value == 0
 

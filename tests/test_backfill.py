@@ -88,7 +88,7 @@ def test_formatted_field_numbers_through_its_format(clock):
 def test_callable_format_numbers_without_sync():
     empty_rows(2)
     assert fill_empty(ImportedOrder, "ref").filled == 2
-    assert list(ImportedOrder.objects.order_by("pk").values_list("ref", flat=True))[0].startswith("PAY/")
+    assert ImportedOrder.objects.order_by("pk").values_list("ref", flat=True)[0].startswith("PAY/")
 
 
 @pytest.mark.parametrize("size", [0, -1])

@@ -100,7 +100,7 @@ def test_counts_beyond_what_is_left_are_exhausted_not_truncated(existing, count)
 def test_count_beyond_a_whole_cycle_is_refused():
     Sequence.objects.create(name="c", step=10, max_value=100, cycle=True)
     before = stored()
-    with pytest.raises(SequenceMisconfigured, match="'c'.*101 contiguous numbers were asked for but the whole range"):
+    with pytest.raises(SequenceMisconfigured, match=r"'c'.*101 contiguous numbers were asked for but the whole range"):
         next_values("c", 101)
     assert stored() == before
 
@@ -163,7 +163,7 @@ def test_step_beyond_the_range_written_directly_is_clipped_at_max_value(existing
     assert next_values("s", 9) == range(2, 11)
     assert next_value("s") == 11
     assert Sequence.objects.get(name="s").value == 1000
-    with pytest.raises(SequenceExhausted, match="'s'.*max_value 1000"):
+    with pytest.raises(SequenceExhausted, match=r"'s'.*max_value 1000"):
         next_values("s", 991)
 
 

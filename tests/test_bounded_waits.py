@@ -1,4 +1,4 @@
-"""No unbounded waits: one stuck sequence must not hold up another, and a stuck background fetch must not hold up callers."""
+"""No unbounded waits: one stuck sequence must not hold up another, nor a stuck background fetch hold up callers."""
 
 import threading
 import time

@@ -34,7 +34,7 @@ def later_numbers(run_workers) -> list[int]:
 
 @pytest.mark.parametrize("variant", ["create", "migration"])
 def test_row_created_in_the_callers_transaction(run_workers, variant):
-    """`with atomic(): Sequence.objects.create(name="order", step=10); Order.objects.create()`, also as a data migration."""
+    """`with atomic(): Sequence.objects.create(name="order", step=10); Order.objects.create()`, also in a migration."""
     result = run_scenario("caller-holds-row", variant, timeout=HANG_TIMEOUT)
     assert len(result["in_transaction"]) == 3
     assert Sequence.objects.filter(name="order").exists()
@@ -61,7 +61,7 @@ def test_row_created_in_a_transaction_that_rolls_back(run_workers):
 
 
 def test_next_value_on_a_gapless_sequence_inside_the_transaction_that_holds_its_row(run_workers):
-    """A gapless save locks its row until commit; next_value() of that sequence in the same transaction must not wait for it."""
+    """A gapless save locks its row until commit; next_value() of it in the same transaction must not wait for that."""
     Sequence.objects.create(name="counted-invoice", step=10)
     result = run_scenario("caller-holds-row", "gapless", timeout=HANG_TIMEOUT)
     stored = list(CountedInvoice.objects.values_list("number", flat=True))

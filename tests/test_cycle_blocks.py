@@ -1,5 +1,7 @@
 """Cycling rows: every allocation must move the row, and the adaptive size must not outgrow a cycling row's step."""
 
+import itertools
+
 import pytest
 from django.test import override_settings
 
@@ -36,7 +38,7 @@ def test_blocks_after_the_wrap_move_the_row_when_the_step_is_the_whole_span():
         assert blocks[i] != blocks[i - 1] or versions[i + 1] != versions[i], (
             f"allocation {i + 1} got {blocks[i]} again and the row did not move: versions {versions}"
         )
-    assert [b - a for a, b in zip(versions, versions[1:])] == [1, 1, 1], f"versions {versions}"
+    assert [b - a for a, b in itertools.pairwise(versions)] == [1, 1, 1], f"versions {versions}"
 
 
 @override_settings(SEGMENT_SEQ={"PREFETCH": False, "ADAPTIVE_STEP": True, "MAX_BACKOFF": 0.01})

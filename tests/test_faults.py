@@ -1,4 +1,4 @@
-"""Faults real deployments see, injected while real processes allocate; every number handed out is checked for repeats."""
+"""Faults real deployments see, injected while real processes allocate; every number taken is checked for repeats."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def _busy_worker(workers, rng: random.Random):
     while time.monotonic() < deadline:
         busy = [
             proc
-            for proc, out in zip(workers.procs, workers.outs)
+            for proc, out in zip(workers.procs, workers.outs, strict=True)
             if proc.poll() is None and out.exists() and out.stat().st_size > 0
         ]
         if busy:
@@ -132,9 +132,12 @@ def test_unreachable_database_is_a_clear_error_after_the_retry_budget(monkeypatc
     monkeypatch.setitem(settings_dict, "PORT", _closed_port())
     if connection.vendor == "sqlite":
         monkeypatch.setitem(settings_dict, "NAME", str(tmp_path / "missing" / "db.sqlite3"))
-    with override_settings(SEGMENT_SEQ={"CONNECTION_RETRIES": 2, "MAX_BACKOFF": 0.01}), transaction.atomic():
-        with pytest.raises(SequenceUnavailable, match=r"Sequence 'u': database 'default' failed 3 times in a row"):
-            next_value("u")
+    with (
+        override_settings(SEGMENT_SEQ={"CONNECTION_RETRIES": 2, "MAX_BACKOFF": 0.01}),
+        transaction.atomic(),
+        pytest.raises(SequenceUnavailable, match=r"Sequence 'u': database 'default' failed 3 times in a row"),
+    ):
+        next_value("u")
     monkeypatch.undo()
     pool.close_all()
     assert Sequence.objects.get(name="u").value == 0

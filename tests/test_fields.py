@@ -83,7 +83,7 @@ def test_bulk_create_keeps_explicit_values():
 
 def test_deconstruct_round_trips():
     field = SequenceField("order", unique=True)
-    name, path, args, kwargs = field.deconstruct()
+    _, path, args, kwargs = field.deconstruct()
     assert path == "django_segment_seq.fields.SequenceField"
     assert kwargs == {"sequence_name": "order", "unique": True}
     rebuilt = SequenceField(*args, **kwargs)

@@ -108,6 +108,26 @@ def test_bad_options_are_reported(options, expected):
 
 
 @isolate_apps("tests.testapp")
+def test_reverse_relation_in_a_format_has_an_unknown_width():
+    """{instance.<reverse one-to-one>} names a relation, not a column: its width is unknown, not an error."""
+
+    class Order(models.Model):
+        number = SequenceField("seq", format="{instance.invoice}{value:04d}", max_length=40)
+
+        class Meta:
+            app_label = "testapp"
+
+    class Invoice(models.Model):
+        order = models.OneToOneField(Order, on_delete=models.CASCADE)
+
+        class Meta:
+            app_label = "testapp"
+
+    assert type(Order._meta.get_field("invoice")).__name__ == "OneToOneRel"
+    assert [m.id for m in Order._meta.get_field("number").check()] == []
+
+
+@isolate_apps("tests.testapp")
 def test_long_name_with_reset_is_reported():
     class Model(models.Model):
         number = SequenceField("n" * 90, format="{date:%Y%m%d}{value}", reset="daily")

@@ -1,4 +1,4 @@
-"""Formats of flow numbers: the template mini-language, width caps, widest output, and formatted fields on real models."""
+"""Formats of flow numbers: the template mini-language, width caps, widest output, formatted fields on real models."""
 
 from datetime import UTC, date, datetime
 
@@ -97,7 +97,7 @@ def test_formatted_field_is_a_char_field():
 
 def test_formatted_field_deconstructs_to_sequence_field():
     field = SequenceField("x", format="A{date:%Y}{value:04d}", reset="yearly", gapless=True, max_length=20)
-    name, path, args, kwargs = field.deconstruct()
+    _, path, args, kwargs = field.deconstruct()
     assert path == "django_segment_seq.fields.SequenceField"
     assert kwargs == {
         "sequence_name": "x",

@@ -1,4 +1,4 @@
-"""Allocation under each isolation level set through the database OPTIONS, with contended ranges and caller transactions."""
+"""Allocation under each isolation level set in the database OPTIONS, with contended ranges and caller transactions."""
 
 import pytest
 from django.conf import settings

@@ -1,4 +1,4 @@
-"""FillSequenceField: numbers existing rows through the historical model, reverses as a no-op, and serialises into migrations."""
+"""FillSequenceField: numbers existing rows via the historical model, reverses as a no-op, serialises to migrations."""
 
 import pytest
 from django.apps import apps

@@ -1,4 +1,5 @@
-"""The allocator's database sessions: idle ones are closed, none is opened when Django's own will do, fork children leave the parent's alone."""
+"""The allocator's database sessions: idle ones are closed, none is opened when Django's own will do,
+fork children leave the parent's alone."""
 
 import json
 
@@ -44,7 +45,10 @@ def test_no_second_session_when_djangos_connection_is_in_autocommit():
     reason="MariaDB: mysqlclient sends COM_QUIT when a child's inherited connection is finalized at exit",
 )
 def test_fork_childs_normal_exit_leaves_the_parents_session_alone(tmp_path):
-    """A child that exits normally must not end the session it inherited from its parent (MariaDB: COM_QUIT on the shared socket)."""
+    """A child that exits normally must not end the session it inherited from its parent.
+
+    MariaDB: COM_QUIT on the shared socket.
+    """
     Sequence.objects.create(name="f", step=5)
     result = run_scenario("fork-children", "f", tmp_path)
     theirs = [int(n) for path in sorted(tmp_path.glob("child*.txt")) for n in path.read_text().split()]

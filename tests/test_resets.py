@@ -72,7 +72,7 @@ def test_period_key_problems(key, problem):
 def test_callable_reset_keys_are_checked_when_taken():
     moment = datetime(2026, 11, 22, 17, 0)
     assert Reset(shift_period).key(moment) == "20261122C"
-    with pytest.raises(ValueError, match="at most 10 characters.*'2026-11-22T17'"):
+    with pytest.raises(ValueError, match=r"at most 10 characters.*'2026-11-22T17'"):
         Reset(lambda m: m.strftime("%Y-%m-%dT%H")).key(moment)
     with pytest.raises(ValueError, match="'@'"):
         Reset(lambda m: "a@b").key(moment)

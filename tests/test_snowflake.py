@@ -329,7 +329,7 @@ def test_leases_raced_by_many_processes_are_unique(leases, workers):
         assert worker.line() == ["done"]
         worker.send("exit")
     got: list[int] = []
-    for worker, worker_id in zip(started, reported):
+    for worker, worker_id in zip(started, reported, strict=True):
         assert worker.finish() == 0
         file_worker, ids = worker.ids()
         assert file_worker == worker_id

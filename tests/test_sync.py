@@ -1,4 +1,4 @@
-"""sync_sequence: the sequence moves past values imported into its column, forward only, and this process's cache is dropped."""
+"""sync_sequence: the sequence moves past values imported into its column, forward only; the local cache is dropped."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Testing helpers: reset_sequences() in-process, and a user's project run under pytest and `manage.py test` in a subprocess."""
+"""Testing helpers: reset_sequences() in-process, a user project under pytest and `manage.py test` in a subprocess."""
 
 from __future__ import annotations
 

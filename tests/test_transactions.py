@@ -120,5 +120,5 @@ def test_threads_while_one_holds_a_sqlite_write_transaction():
     thread.join(timeout=60)
     assert not thread.is_alive()
     assert not errors, errors
-    assert_unique([1, 2] + mine + other)
+    assert_unique([1, 2, *mine, *other])
     assert sequence_stats()[("default", "order")].handed_out == 2 + 5 + 3

@@ -45,7 +45,8 @@ def test_fill_migration_numbers_existing_rows(user_project, capsys):
         "-c",
         "from shop.models import Customer; "
         "rows = list(Customer.objects.order_by('pk').values_list('number', 'code')); "
-        "print(len(rows), rows[0][0], rows[-1][0], rows[0][1], rows[-1][1], len({n for n, _ in rows}), len({c for _, c in rows})); "
+        "print(len(rows), rows[0][0], rows[-1][0], rows[0][1], rows[-1][1], "
+        "len({n for n, _ in rows}), len({c for _, c in rows})); "
         "print(Customer.objects.create(name='new').number)",
     ).check()
     first, second = check.stdout.splitlines()[:2]

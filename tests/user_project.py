@@ -1,4 +1,4 @@
-"""Run the user project (tests/userproject) as its owners would: manage.py commands in a subprocess, on a throw-away database.
+"""Run the user project (tests/userproject) as its owners would: manage.py commands in a subprocess, on a scratch DB.
 
 `UserProject.manage("migrate")` runs one command with a timeout and returns its exit status, output
 and duration. The database is created for one test and dropped after it (a fresh SQLite file there),

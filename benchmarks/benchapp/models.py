@@ -35,7 +35,7 @@ class CounterBulk(models.Model):
 
 
 def new_uuid():
-    """uuid7 (time-ordered) where the interpreter has it, else uuid4: the UUID key the Snowflake benchmark compares with."""
+    """uuid7 (time-ordered) where the interpreter has it, else uuid4: the UUID key the Snowflake benchmark compares."""
     import uuid
 
     return getattr(uuid, "uuid7", uuid.uuid4)()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from django.core import checks
 from django.db import models
@@ -11,14 +12,22 @@ from django.utils.translation import gettext_lazy as _
 from .generator import next_snowflake
 from .layouts import LAYOUTS
 
+if TYPE_CHECKING:
+    from django.db.models.expressions import Combinable
+
+    # The stubs' value types, plus None: an empty field is filled at save.
+    _IntegerBase = models.BigIntegerField[float | int | str | Combinable | None, int]
+else:
+    _IntegerBase = models.BigIntegerField
+
 
 def filled_at_save() -> None:
     """The default of a primary-key SnowflakeField: nothing until save() takes an id."""
     return None
 
 
-class SnowflakeField(models.BigIntegerField):
-    """Time-ordered ids from this process's leased worker id; a value set by the caller is kept, updates never change it."""
+class SnowflakeField(_IntegerBase):
+    """Time-ordered ids from this process's leased worker id; a caller's own value is kept; updates never change it."""
 
     description = _("Time-ordered Snowflake id")
 
@@ -30,7 +39,7 @@ class SnowflakeField(models.BigIntegerField):
             kwargs["default"] = filled_at_save
         super().__init__(*args, **kwargs)
 
-    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+    def deconstruct(self) -> tuple[str, str, Sequence[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
         if kwargs.get("blank") is True:
             del kwargs["blank"]

@@ -58,7 +58,7 @@ class Layout:
 
 # 41-bit milliseconds (69.7 years), 1,024 workers, 4,096 ids per millisecond each: Twitter's layout.
 CLASSIC = Layout("classic", time_bits=41, worker_bits=10, counter_bits=12, unit_ms=1)
-# Below 2**53, so a JavaScript number holds it exactly: 31-bit seconds (68 years), 256 workers, 16,384 ids a second each.
+# Below 2**53, so a JavaScript number holds it exactly: 31-bit seconds (68 years), 256 workers, 16,384 ids/s each.
 JS53 = Layout("js53", time_bits=31, worker_bits=8, counter_bits=14, unit_ms=1000)
 
 LAYOUTS: dict[str, Layout] = {layout.name: layout for layout in (CLASSIC, JS53)}

@@ -139,7 +139,7 @@ def renew(lease: Lease, ttl_ms: int, ceiling_ms: int) -> bool:
     round_trips += 1
     with pool.borrow(lease.alias) as connection, connection.cursor() as cursor:
         cursor.execute(statements(connection).renew, [ttl_ms, ceiling_ms, lease.layout, lease.worker_id, lease.token])
-        return cursor.rowcount == 1
+        return bool(cursor.rowcount == 1)
 
 
 def release(lease: Lease, ceiling_ms: int) -> None:

@@ -25,7 +25,8 @@ INSERT_IF_MISSING = {
     "mysql": "INSERT IGNORE INTO {table} {values}",
 }
 _VALUES = (
-    "({layout}, {worker_id}, {owner}, {token}, {acquired_ms}, {renewed_ms}, {expires_ms}, {time_ceiling_ms}, {version}) "
+    "({layout}, {worker_id}, {owner}, {token}, {acquired_ms}, {renewed_ms}, {expires_ms}, {time_ceiling_ms}, "
+    "{version}) "
     "VALUES (%s, %s, %s, %s, {now}, {now}, {now} + %s, %s, 1)"
 )
 
@@ -97,10 +98,11 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> LeaseStateme
 
 def statements(connection: BaseDatabaseWrapper) -> LeaseStatements:
     """The statements for this connection's vendor, with the WorkerLease table and columns quoted."""
+    from ..models import column_of
     from .models import WorkerLease
 
     meta = WorkerLease._meta
     quote = connection.ops.quote_name
     names = {"table": quote(meta.db_table)}
-    names.update((name, quote(meta.get_field(name).column)) for name in _COLUMNS)
+    names.update((name, quote(column_of(WorkerLease, name))) for name in _COLUMNS)
     return _for_vendor(connection.vendor, tuple(sorted(names.items())))

@@ -46,7 +46,7 @@ def run_worker(worker: int, orders: int, start: Barrier, results: Queue) -> None
         for stats in sequence_stats().values():
             batch.ranges_fetched += stats.ranges_fetched
             batch.retries += stats.retries
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - any failure, interrupts too, is reported to the parent
         start.abort()  # release workers still waiting at the start line
         batch.error = traceback.format_exc()
     finally:

@@ -10,6 +10,7 @@ Errors a deployment would retry (a dropped connection, an unavailable database) 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -118,10 +119,8 @@ class Worker:
         """What an application does after losing its connection: drop it, wait a little, try again."""
         from django.db import connections
 
-        try:
+        with contextlib.suppress(Exception):  # closing a dead connection may fail; a new one is opened next
             connections.close_all()
-        except Exception:  # noqa: BLE001 - closing a dead connection may fail; a new one is opened next
-            pass
         time.sleep(self.rng.uniform(0.01, 0.1))
 
     def figures(self) -> dict[str, object]:

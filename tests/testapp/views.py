@@ -1,4 +1,4 @@
-"""An async view as a user writes one: orders created concurrently with the async ORM, and numbers taken in async code."""
+"""An async view as a user writes one: orders created concurrently with the async ORM, numbers taken in async code."""
 
 import asyncio
 

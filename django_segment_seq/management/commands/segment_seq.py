@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from argparse import ArgumentParser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.exceptions import ValidationError
@@ -13,20 +13,27 @@ from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 from django.db import models
 from tqdm import tqdm
 
-from django_segment_seq.api import sequence_database, sequence_stats
+from django_segment_seq.api import sequence_stats
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
 from django_segment_seq.models import Sequence
 from django_segment_seq.parsing import UnparseableFormat
 from django_segment_seq.ranges import BIGINT_MAX
+from django_segment_seq.routing import sequence_database
 from django_segment_seq.snowflake import listing as lease_listing
 from django_segment_seq.snowflake.leases import lease_database, worker_leases
 from django_segment_seq.sync import sync_sequence
+
+if TYPE_CHECKING:
+    from django_segment_seq.cache import SequenceStats
 
 NO_LIMIT = "no limit"
 
 
 class Command(BaseCommand):
-    help = "List, show and tune sequences; move one past the values stored in its column (sync) or fill empty values (backfill)."
+    help = (
+        "List, show and tune sequences; move one past the values stored in its column (sync) "
+        "or fill empty values (backfill)."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         commands = parser.add_subparsers(
@@ -85,7 +92,7 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("No sequences yet: a row is created when a sequence is first used.")
             return
-        table = [("NAME", "VALUE", "STEP", "MIN", "MAX", "CYCLE", "LEFT")]
+        table: list[tuple[str, ...]] = [("NAME", "VALUE", "STEP", "MIN", "MAX", "CYCLE", "LEFT")]
         for name, periods in sorted(groups.items()):
             table.append(_row_cells(by_name[name]) if name in by_name else (name, "(no row)", "", "", "", "", ""))
             table += [_row_cells(row, indent="  ") for row in _newest_first(periods)]
@@ -105,7 +112,7 @@ class Command(BaseCommand):
             self._print_json({**_row_dict(row), "periods": [_row_dict(p) for p in periods], "this_process": figures})
             return
         self.stdout.write(f"Sequence {row.name} (database {alias})")
-        details = [
+        details: list[tuple[str, object]] = [
             ("value", row.value),
             ("step", row.step),
             ("minimum", row.min_value),
@@ -246,7 +253,9 @@ class Command(BaseCommand):
     def _print_table(self, table: list[tuple[str, ...]]) -> None:
         widths = [max(len(str(line[i])) for line in table) for i in range(len(table[0]))]
         for line in table:
-            self.stdout.write("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths)).rstrip())
+            self.stdout.write(
+                "  ".join(str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+            )
 
 
 class _TqdmOut:
@@ -314,7 +323,7 @@ def _row_dict(row: Sequence) -> dict[str, Any]:
     }
 
 
-def _stats_dict(stats: Any) -> dict[str, int]:
+def _stats_dict(stats: SequenceStats) -> dict[str, int]:
     figures = dataclasses.asdict(stats) if dataclasses.is_dataclass(stats) else dict(vars(stats))
     figures["blocking_fetches"] = stats.blocking_fetches
     return figures

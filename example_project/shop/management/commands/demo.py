@@ -1,4 +1,4 @@
-"""The `demo` command: several processes create numbered orders and receipts at once, then every number is checked unique."""
+"""The `demo` command: several processes create numbered orders and receipts at once; each number is checked unique."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class Command(BaseCommand):
 
         db = connection.settings_dict
         self.stdout.write(
-            f"{processes} processes × {orders} orders, each with a receipt, on {connection.vendor} "
+            f"{processes} processes × {orders} orders, each with a receipt, on {connection.vendor} "  # noqa: RUF001 - a times sign
             f"({db['NAME']}), in {elapsed:.1f} s:"
         )
         for batch in batches:
@@ -130,7 +130,7 @@ class Command(BaseCommand):
             if in_run:
                 problems.append(f"{label}s handed out twice in this run: {in_run}")
             if table:
-                problems.append(f"{label}s on several rows: " + ", ".join(f"{n} ×{c}" for n, c in table.items()))
+                problems.append(f"{label}s on several rows: " + ", ".join(f"{n} ×{c}" for n, c in table.items()))  # noqa: RUF001 - a times sign
         if problems:
             raise CommandError("Duplicates found!\n" + "\n".join(problems))
         self.stdout.write(
