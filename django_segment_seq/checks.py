@@ -60,7 +60,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 id="django_segment_seq.E001",
             )
         ]
-    errors = []
+    errors: list[checks.CheckMessage] = []
     for key in sorted(set(configured) - set(DEFAULTS)):
         errors.append(
             checks.Error(

@@ -92,7 +92,9 @@ def _emit(event: Fetch) -> None:
         try:
             listener(event)
         except Exception:
-            logger.exception("A listener of range fetches failed for sequence %r on database %r", event.name, event.alias)
+            logger.exception(
+                "A listener of range fetches failed for sequence %r on database %r", event.name, event.alias
+            )
 
 
 def apply_metrics_setting() -> None:
