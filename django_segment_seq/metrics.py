@@ -65,8 +65,24 @@ GAUGES = {
 }
 
 
+class _Series:
+    """One sequence's series of every metric, and the counter values exported so far from its cache slot."""
+
+    __slots__ = ("counters", "done", "numbers_left", "range_size", "row_step", "source", "used_ratio")
+
+    def __init__(self, counters: dict[str, Counter], gauges: dict[str, Gauge], key: tuple[str, str]) -> None:
+        # Made once per sequence, so a fetch costs no label lookups; every series exists from then on, zeros included.
+        self.counters = [(field, counter.labels(*key)) for field, counter in counters.items()]
+        self.range_size = gauges["segment_seq_range_size"].labels(*key)
+        self.row_step = gauges["segment_seq_row_step"].labels(*key)
+        self.used_ratio = gauges["segment_seq_used_ratio"].labels(*key)
+        self.numbers_left = gauges["segment_seq_numbers_left"].labels(*key)
+        self.source: object = None
+        self.done: dict[str, int] = {}
+
+
 class _Exported:
-    """The metric objects, made once per process, and what was exported so far per sequence."""
+    """The metric objects, made once per process, and each sequence's series."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.counters = {
@@ -77,39 +93,40 @@ class _Exported:
             for name, spec in GAUGES.items()
         }
         self.lock = threading.Lock()
-        # (alias, name) -> (cache slot, counter values exported for it). Counts of a new slot start from zero.
-        self.exported: dict[tuple[str, str], tuple[object, dict[str, int]]] = {}
+        self.series: dict[tuple[str, str], _Series] = {}
 
     def record(self, event: Fetch) -> None:
         """Move the counters by what the figures grew since the slot's last event, and set the gauges."""
         key = (event.alias, event.name)
         stats = event.stats
         with self.lock:
-            known = self.exported.get(key)
-            done = known[1] if known is not None and known[0] is event.source else {}
-            for field, counter in self.counters.items():
-                child = counter.labels(*key)  # every series exists from the first fetch on, zeros included
+            series = self.series.get(key)
+            if series is None:
+                series = self.series[key] = _Series(self.counters, self.gauges, key)
+            if series.source is not event.source:
+                series.source, series.done = event.source, {}  # a new slot's figures start from zero
+            done = series.done
+            for field, child in series.counters:
                 value = getattr(stats, field)
-                grown = value - done.get(field, 0)
                 # A snapshot taken without the slot's lock may be older than the last one: never count backwards.
-                if grown > 0:
-                    child.inc(grown)
+                if value > done.get(field, 0):
+                    child.inc(value - done.get(field, 0))
                     done[field] = value
-            self.exported[key] = (event.source, done)
             if stats.step:
-                self.gauges["segment_seq_range_size"].labels(*key).set(stats.step)
+                series.range_size.set(stats.step)
             allocation = event.allocation
             if allocation is None or allocation.row is None:
                 return
             row, last = allocation.row, allocation.block.last
-            self.gauges["segment_seq_row_step"].labels(*key).set(row.step)
-            self.gauges["segment_seq_used_ratio"].labels(*key).set(used_share(last, row.min_value, row.max_value))
-            self.gauges["segment_seq_numbers_left"].labels(*key).set(row.max_value - last)
+            series.row_step.set(row.step)
+            series.used_ratio.set(used_share(last, row.min_value, row.max_value))
+            series.numbers_left.set(row.max_value - last)
 
     def forget(self) -> None:
         """After fork(): the child's cache starts empty, and prometheus_client moves to the child's own files."""
         self.lock = threading.Lock()
-        self.exported = {}
+        for series in self.series.values():
+            series.source, series.done = None, {}
 
 
 _exported: _Exported | None = None
