@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from .conf import SETTING_NAME, app_settings
+from .conf import SETTING_NAME
 from .logs import log_fetch
 
 if TYPE_CHECKING:
@@ -101,9 +102,11 @@ def apply_metrics_setting() -> None:
     """Subscribe the Prometheus export while METRICS is on and prometheus_client is installed; unsubscribe it when off.
 
     Without prometheus_client nothing is exported and a warning says so; `manage.py check` reports it
-    as django_segment_seq.E006.
+    as django_segment_seq.E006. Read from the raw setting: one that is not even a dict is for check E001
+    to report, not for startup to crash on.
     """
-    if app_settings()["METRICS"]:
+    configured = getattr(settings, SETTING_NAME, None)
+    if isinstance(configured, dict) and configured.get("METRICS") is True:
         try:
             from . import metrics
         except ImportError as exc:
