@@ -167,7 +167,7 @@ def package(session: nox.Session) -> None:
 @nox.session(python="3.13")
 def lint(session: nox.Session) -> None:
     """ruff (lint and format) and mypy --strict with django-stubs: runs all three, fails if any finds something."""
-    session.install("-e", ".", *LINT_REQUIREMENTS, django_requirement(CELLS[0].django))
+    session.install("-e", ".[prometheus]", *LINT_REQUIREMENTS, django_requirement(CELLS[0].django))
     commands = {
         "ruff check": ["ruff", "check", "."],
         "ruff format": ["ruff", "format", "--check", "."],

@@ -82,6 +82,8 @@ class Allocation:
     round_trips: int = 0
     # Taken inside the caller's transaction: it stands or falls with that transaction.
     provisional: bool = False
+    # The row as read before the block was taken: its limits tell how much of the sequence is used (see events).
+    row: Row | None = None
 
 
 def allocate(
@@ -224,6 +226,7 @@ def _in_caller_transaction(
         raise
     transaction.savepoint_commit(sid, using=alias)
     result.block, result.step, result.provisional = block, row.step, True
+    result.row = row
     return result
 
 
@@ -275,6 +278,7 @@ def _compare_and_set(
             "run in autocommit (check OPTIONS such as init_command, and the server's autocommit default)",
         )
     result.block, result.step = block, row.step
+    result.row = row
 
 
 @contextmanager

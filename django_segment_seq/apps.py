@@ -1,4 +1,4 @@
-"""App configuration: registers the settings checks."""
+"""App configuration: registers the settings checks and, when SEGMENT_SEQ["METRICS"] is on, the Prometheus export."""
 
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
@@ -11,3 +11,6 @@ class SegmentSeqConfig(AppConfig):
 
     def ready(self) -> None:
         from . import checks  # noqa: F401 - registers the checks
+        from .events import apply_metrics_setting
+
+        apply_metrics_setting()

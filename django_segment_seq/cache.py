@@ -21,7 +21,7 @@ from django.core.signals import setting_changed
 from django.db import connections
 from django.dispatch import receiver
 
-from . import sqlite
+from . import events, sqlite
 from .allocator import Allocation, allocate
 from .conf import SETTING_NAME, app_settings
 from .prefetch import prefetcher
@@ -265,6 +265,7 @@ class RangeCache:
         allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot), known_held=held is not None)
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
+        events.fetched(slot, allocation)
         block = allocation.block
         if allocation.provisional:
             return self._keep_provisional(slot, caller, allocation, wanted)
@@ -294,6 +295,7 @@ class RangeCache:
             allocation = allocate(slot.alias, slot.name, count, known_held=True)
             slot.record(allocation)  # without the slot's lock: figures only, read as approximate
             slot.stats.foreground_fetches += 1
+            events.fetched(slot, allocation)
             return self._keep_provisional(slot, caller, allocation, count)
         slot.stats.handed_out += count
         return numbers
@@ -338,17 +340,19 @@ class RangeCache:
     def _fetch_in_background(self, slot: _Slot, prefer: int) -> None:
         try:
             allocation = allocate(slot.alias, slot.name, 1, prefer=prefer, create=False, background=True)
-        except Exception:
+        except Exception as exc:
             # The next caller that runs out fetches in the foreground, where the error surfaces.
             with slot.lock:
                 slot.fetching = False
                 slot.stats.background_failures += 1
                 slot.ready.notify_all()
+                events.fetch_failed(slot, exc)
             raise
         with slot.lock:
             slot.fetching = False
             slot.record(allocation)
             slot.stats.background_fetches += 1
+            events.fetched(slot, allocation, background=True)
             if slot.pending is None:
                 slot.pending = allocation.block
             # else a caller fetched itself meanwhile: this block is a gap

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +25,9 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "ADAPTIVE_STEP": (bool,),
     "MAX_STEP": (int,),
     "STEP_TARGET_SECONDS": (int, float),
+    "METRICS": (bool,),
+    "LOG_RETRIES_AT": (int, type(None)),
+    "LOG_USED_SHARE_AT": (int, float, type(None)),
     "SNOWFLAKE_EPOCH_MS": (int,),
     "SNOWFLAKE_LEASE_SECONDS": (int, float),
     "SNOWFLAKE_CLOCK_TOLERANCE": (int, float),
@@ -35,6 +40,8 @@ _BOUNDS: dict[str, tuple[float, float | None]] = {
     "PREFETCH_AT": (0, 1),
     "STEP_TARGET_SECONDS": (0.001, None),
     "LOCK_TIMEOUT": (0.001, None),
+    "LOG_RETRIES_AT": (1, None),
+    "LOG_USED_SHARE_AT": (0.01, 1),
     "SNOWFLAKE_LEASE_SECONDS": (1, None),
     "SNOWFLAKE_CLOCK_TOLERANCE": (0, 10),
     "SNOWFLAKE_MAX_WORKERS": (1, 1024),
@@ -94,6 +101,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         )
     elif isinstance(alias, str):
         errors += _check_router_agrees(alias)
+    if configured.get("METRICS") is True:
+        errors += _check_metrics()
     return errors
 
 
@@ -114,6 +123,28 @@ def _check_router_agrees(alias: str) -> list[checks.CheckMessage]:
             id="django_segment_seq.E005",
         )
     ]
+
+
+def _check_metrics() -> list[checks.CheckMessage]:
+    """METRICS needs prometheus_client, and its multiprocess mode an existing directory to write to."""
+    if importlib.util.find_spec("prometheus_client") is None:
+        return [
+            checks.Error(
+                f"{SETTING_NAME}['METRICS'] is on, but prometheus_client is not installed: no metrics are exported.",
+                hint="pip install django-segment-seq[prometheus]",
+                id="django_segment_seq.E006",
+            )
+        ]
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if directory is not None and not os.path.isdir(directory):
+        return [
+            checks.Error(
+                f"PROMETHEUS_MULTIPROC_DIR is {directory!r}, which is not a directory: every metric update would fail.",
+                hint="Create it (empty) before the server starts its workers, or unset it for a single process.",
+                id="django_segment_seq.E007",
+            )
+        ]
+    return []
 
 
 @checks.register()

@@ -38,6 +38,13 @@ DEFAULTS: dict[str, Any] = {
     "MAX_STEP": 1_000_000,
     # The adaptive step aims at ranges that last about this many seconds.
     "STEP_TARGET_SECONDS": 60.0,
+    # Export sequence_stats() as Prometheus metrics (the prometheus extra; see docs/metrics.md).
+    "METRICS": False,
+    # A range fetch that lost this many compare-and-sets to other processes is logged; None: never.
+    "LOG_RETRIES_AT": 10,
+    # A sequence whose ranges pass this share (0.01-1.0) of its numbers, min_value to max_value, is logged once
+    # per process and crossing; None: never.
+    "LOG_USED_SHARE_AT": 0.8,
     # Snowflake ids count time from this instant, in Unix milliseconds (default 2026-01-01T00:00:00Z).
     "SNOWFLAKE_EPOCH_MS": 1_767_225_600_000,
     # A worker id's lease not renewed for this many seconds is free for another process.
