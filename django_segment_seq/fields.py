@@ -11,6 +11,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from . import formatting
+from .api import next_value
 from .formatting import PERIOD_SUFFIX_LENGTH, FlowFormat
 from .resets import NAMED, Reset, ResetOption
 
@@ -287,8 +288,6 @@ class SequenceField(_SequenceFieldMixin, models.BigIntegerField):
             from .periods import take
 
             return take(self.sequence_name, int, gapless=True)
-        from .api import next_value
-
         return next_value(self.sequence_name)
 
     def get_pk_value_on_save(self, instance: models.Model) -> int:

@@ -22,6 +22,13 @@ class SeqBulk(models.Model):
     objects = SequenceManager()
 
 
+class SeqBulkDefault(models.Model):
+    """SeqBulk with Django's default manager: what a model gets unless it asks for SequenceManager."""
+
+    id = SequenceField("bench-bulk-default", primary_key=True)
+    note = models.CharField(max_length=20)
+
+
 class AutoBulk(models.Model):
     id = models.BigAutoField(primary_key=True)
     note = models.CharField(max_length=20)
