@@ -10,6 +10,7 @@ from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from . import defaultmanager  # noqa: F401 - gives models' plain managers one allocation per bulk_create
 from . import formatting
 from .api import next_value
 from .formatting import PERIOD_SUFFIX_LENGTH, FlowFormat
