@@ -33,7 +33,7 @@ def main(mode: str, name: str, count: int, out: str) -> None:
             got.extend(item.pk for item in items)
     elif mode == "bulk-default":  # name is ignored: Invoice uses "invoice", through Django's default manager
         while len(got) < count:
-            invoices = Invoice.objects.bulk_create([Invoice() for _ in range(min(200, count - len(got)))])
+            invoices = Invoice.objects.bulk_create([Invoice() for _ in range(min(137, count - len(got)))])
             got.extend(invoice.pk for invoice in invoices)
     elif mode == "bulk-default-atomic":
         got = bulk_in_transactions(Invoice, count)
@@ -62,8 +62,8 @@ def bulk_in_transactions(model, count: int) -> list[int]:
             return got
         try:
             with transaction.atomic():
-                objs = model.objects.bulk_create([model() for _ in range(50)])
-                objs += model.objects.bulk_create([model() for _ in range(150)])
+                objs = model.objects.bulk_create([model() for _ in range(37)])
+                objs += model.objects.bulk_create([model() for _ in range(113)])
                 if round_no % 3 == 0:
                     raise RolledBack
         except RolledBack:
