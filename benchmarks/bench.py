@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -356,9 +357,10 @@ def bench_bulk(smoke: bool) -> dict[str, Any]:
     ]
     sequences = {"default": "bench-bulk-default", "sequence_manager": "bench-bulk", "own_manager": "bench-bulk-own"}
     times: dict[str, list[float]] = {label: [] for label, _, _ in variants}
-    for batch_no in range(rows // batch):
-        shift = batch_no % len(variants)
-        for label, model, build in variants[shift:] + variants[:shift]:
+    # A new order each round (the same in every run): a variant never always follows the same other one.
+    order = random.Random(0)
+    for _ in range(rows // batch):
+        for label, model, build in order.sample(variants, len(variants)):
             objs = build()
             started = time.perf_counter()
             model.objects.bulk_create(objs)
@@ -368,7 +370,7 @@ def bench_bulk(smoke: bool) -> dict[str, Any]:
     def paired(other: str, label: str) -> float:
         # Each batch against the other variant's batch of the same round: a slow spell of the shared
         # machine hits both, so the median of these paired ratios is the steadiest figure.
-        return statistics.median(t_other / t_seq for t_other, t_seq in zip(times[other], times[label]))
+        return statistics.median(t_other / t_seq for t_other, t_seq in zip(times[other], times[label], strict=True))
 
     figures = sequence_stats()
     return {

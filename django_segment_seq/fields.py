@@ -10,9 +10,9 @@ from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from . import defaultmanager  # noqa: F401 - gives models' plain managers one allocation per bulk_create
 from . import formatting
 from .api import next_value
+from .defaultmanager import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
 from .formatting import PERIOD_SUFFIX_LENGTH, FlowFormat
 from .resets import NAMED, Reset, ResetOption
 
