@@ -6,7 +6,8 @@ model that declares no manager (Django adds `objects = models.Manager()`) or dec
 prepared. SequenceManager subclasses Manager and adds no state, so the instance keeps its name,
 model, creation order and `auto_created` flag, and migrations still see a plain manager. Managers
 of other classes, and plain ones inherited from an abstract base (an instance its siblings share),
-are left alone: their bulk_create numbers objects one by one in pre_save, as before.
+and plain ones with use_in_migrations are left alone: their bulk_create numbers objects one by one
+in pre_save, as before.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def number_bulk_create_in_one_allocation(sender: type[models.Model], **kwargs: A
         return
     switched = set()
     for manager in sender._meta.local_managers:
-        if type(manager) is models.Manager:
+        # One that migrations keep would change class in them; leave it, and its bulk_create, as it is.
+        if type(manager) is models.Manager and not manager.use_in_migrations:
             manager.__class__ = SequenceManager
             switched.add(manager.name)
     # Options.managers holds copies of the local managers, perhaps made already; later copies follow the switch.

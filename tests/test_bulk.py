@@ -1,10 +1,11 @@
 """Bulk numbering: one allocation per sequence per bulk_create, contiguous blocks as ranges."""
 
 import pytest
-from django.db import transaction
+from django.db import models, transaction
 from django.test import override_settings
+from django.test.utils import isolate_apps
 
-from django_segment_seq import SequenceManager, fill_sequences, next_values, sequence_stats
+from django_segment_seq import SequenceField, SequenceManager, fill_sequences, next_values, sequence_stats
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
 from tests.testapp.models import BulkItem, ImportedOrder, Invoice, Order, OwnManager, OwnManagerItem, Parcel
@@ -78,6 +79,44 @@ def test_plain_managers_get_sequence_managers_bulk_create_and_others_are_kept():
     assert Invoice.objects.auto_created and Invoice.objects.name == "objects"
     assert type(OwnManagerItem.objects) is OwnManager
     assert type(Parcel.objects).__name__ == "Manager"  # formatted fields only: numbered in pre_save, as before
+
+
+@isolate_apps("tests.testapp")
+def test_which_managers_are_switched():
+    def meta(**options):
+        return type("Meta", (), {"app_label": "testapp", **options})
+
+    class Base(models.Model):
+        objects = models.Manager()
+        Meta = meta(abstract=True)
+
+    class Declared(models.Model):
+        number = SequenceField("declared")
+        items = models.Manager()
+        Meta = meta()
+
+    class Inherited(Base):
+        number = SequenceField("inherited")
+        Meta = meta()
+
+    class Migrated(models.Model):
+        number = SequenceField("migrated")
+        objects = models.Manager()
+        objects.use_in_migrations = True
+        Meta = meta()
+
+    class Gapless(models.Model):
+        number = SequenceField("gapless-only", gapless=True)
+        Meta = meta()
+
+    class Proxy(Declared):
+        Meta = meta(proxy=True)
+
+    assert type(Declared.items) is SequenceManager and type(Proxy.items) is SequenceManager
+    assert type(Inherited.objects) is models.Manager  # the abstract base's instance, shared with its siblings
+    assert type(Base._meta.local_managers[0]) is models.Manager
+    assert type(Migrated.objects) is models.Manager
+    assert type(Gapless.objects) is models.Manager  # gapless numbers are locked one by one in pre_save
 
 
 def test_default_manager_bulk_create_allocates_once_per_call():
