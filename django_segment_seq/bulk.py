@@ -70,4 +70,4 @@ class SequenceQuerySet(models.QuerySet[_M]):
 
 
 class SequenceManager(models.Manager.from_queryset(SequenceQuerySet)):  # type: ignore[misc]
-    """The default manager to give models with SequenceFields that are created with bulk_create."""
+    """A manager whose bulk_create numbers each call in one allocation; models' plain managers become one."""

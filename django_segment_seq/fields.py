@@ -12,6 +12,8 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from . import formatting
+from .api import next_value
+from .defaultmanager import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
 from .formatting import PERIOD_SUFFIX_LENGTH, FlowFormat
 from .resets import NAMED, Reset, ResetOption
 
@@ -303,8 +305,6 @@ class SequenceField(_SequenceFieldMixin, _IntegerBase):
             from .periods import take
 
             return take(self.sequence_name, int, gapless=True)
-        from .api import next_value
-
         return next_value(self.sequence_name)
 
     def get_pk_value_on_save(self, instance: models.Model) -> int:

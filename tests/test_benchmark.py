@@ -24,7 +24,8 @@ def test_benchmark_smoke_run_completes(tmp_path):
     assert figures["inprocess"]["ratio"] > 0
     assert figures["processes"]["ratio_4"] > 0
     assert figures["create"]["rounds"] >= 2
-    assert figures["bulk"]["stored"] == [figures["bulk"]["rows"]] * 3
+    assert figures["bulk"]["stored"] == [figures["bulk"]["rows"]] * 5
+    assert figures["bulk"]["allocations"]["default"] <= figures["bulk"]["rows"] // figures["bulk"]["batch"]
     assert "blocking_fetches" in figures["steady"]["adaptive"]
     assert len(figures["table"]) > 10
     # The Snowflake benchmark runs in the same run, and its table is printed after the sequence table.

@@ -3,6 +3,7 @@
 Run as `python -m tests.workers MODE NAME COUNT OUT`, with the environment naming the test database.
 """
 
+import itertools
 import os
 import sys
 
@@ -12,7 +13,7 @@ def main(mode: str, name: str, count: int, out: str) -> None:
 
     django.setup()
     from django_segment_seq import next_value, next_values
-    from tests.testapp.models import BulkItem, Order
+    from tests.testapp.models import BulkItem, Invoice, Order
 
     got: list[int] = []
     if mode == "value":
@@ -30,12 +31,45 @@ def main(mode: str, name: str, count: int, out: str) -> None:
         while len(got) < count:
             items = BulkItem.objects.bulk_create([BulkItem() for _ in range(min(250, count - len(got)))])
             got.extend(item.pk for item in items)
+    elif mode == "bulk-default":  # name is ignored: Invoice uses "invoice", through Django's default manager
+        while len(got) < count:
+            invoices = Invoice.objects.bulk_create([Invoice() for _ in range(min(137, count - len(got)))])
+            got.extend(invoice.pk for invoice in invoices)
+    elif mode == "bulk-default-atomic":
+        got = bulk_in_transactions(Invoice, count)
     elif mode in FLOW_MODES:
         got = FLOW_MODES[mode](name, count)
     else:
         raise SystemExit(f"unknown mode {mode!r}")
     with open(out, "w") as fh:
         fh.write("\n".join(map(str, got)))
+
+
+class RolledBack(Exception):
+    pass
+
+
+def bulk_in_transactions(model, count: int) -> list[int]:
+    """Two bulk_create calls per transaction, every third transaction rolled back; returns the committed keys.
+
+    On SQLite the second call numbers its objects while the transaction holds the write lock.
+    """
+    from django.db import transaction
+
+    got: list[int] = []
+    for round_no in itertools.count(1):
+        if len(got) >= count:
+            return got
+        try:
+            with transaction.atomic():
+                objs = model.objects.bulk_create([model() for _ in range(37)])
+                objs += model.objects.bulk_create([model() for _ in range(113)])
+                if round_no % 3 == 0:
+                    raise RolledBack
+        except RolledBack:
+            continue
+        got.extend(obj.pk for obj in objs)
+    return got
 
 
 def fake_clock(skew: float) -> None:

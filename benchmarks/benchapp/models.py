@@ -22,6 +22,24 @@ class SeqBulk(models.Model):
     objects = SequenceManager()
 
 
+class SeqBulkDefault(models.Model):
+    """SeqBulk with the manager Django adds to a model that declares none."""
+
+    id = SequenceField("bench-bulk-default", primary_key=True)
+    note = models.CharField(max_length=20)
+
+
+class OwnManager(models.Manager):
+    """A project's own manager, not built from SequenceQuerySet: bulk_create numbers object by object."""
+
+
+class SeqBulkOwnManager(models.Model):
+    id = SequenceField("bench-bulk-own", primary_key=True)
+    note = models.CharField(max_length=20)
+
+    objects = OwnManager()
+
+
 class AutoBulk(models.Model):
     id = models.BigAutoField(primary_key=True)
     note = models.CharField(max_length=20)

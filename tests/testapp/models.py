@@ -30,6 +30,16 @@ class BulkItem(models.Model):
     objects = SequenceManager()
 
 
+class OwnManager(models.Manager):
+    """A project's own manager class: left as it is, so its bulk_create numbers objects one by one."""
+
+
+class OwnManagerItem(models.Model):
+    number = SequenceField("own-manager-item")
+
+    objects = OwnManager()
+
+
 def payment_reference(value, instance, now):
     """A callable format: (value, instance, now) -> text."""
     return f"PAY/{now:%y}/{instance.currency}/{value}"
