@@ -41,6 +41,21 @@ def sequence_field(model: type[models.Model], field_name: str) -> _SequenceField
     return field
 
 
+def unscoped_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
+    """sequence_field() for sync and backfill, which read one highest number per column, not one per scope."""
+    from .scopes import scope_names
+
+    field = sequence_field(model, field_name)
+    names = scope_names(field.scope)
+    if names:
+        raise ValueError(
+            f"{model._meta.label}.{field.name} is scoped by {', '.join(names)}: sync and backfill keep one "
+            "counter per column and do not handle scopes. Move a scope's row past its stored numbers in the "
+            "admin (its value), and fill empty values by saving the rows."
+        )
+    return field
+
+
 def empty_values(field: models.Field) -> Q:
     """Rows whose value the field would still fill: NULL, and for a formatted field also ''."""
     empty = Q(**{f"{field.name}__isnull": True})
@@ -94,7 +109,7 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     from .models import Sequence
     from .periods import ensure_row
 
-    field = sequence_field(model, field_name)
+    field = unscoped_field(model, field_name)
     highest, unreadable = highest_stored(model, field, using=using)
     name, period = current_row_name(field)
     alias = sequence_database()

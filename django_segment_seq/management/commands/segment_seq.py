@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from argparse import ArgumentParser
 from typing import Any
 
@@ -18,6 +19,7 @@ from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_em
 from django_segment_seq.models import Sequence
 from django_segment_seq.parsing import UnparseableFormat
 from django_segment_seq.ranges import BIGINT_MAX
+from django_segment_seq.scopes import scope_of, shown
 from django_segment_seq.sync import sync_sequence
 
 NO_LIMIT = "no limit"
@@ -29,7 +31,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: ArgumentParser) -> None:
         commands = parser.add_subparsers(dest="subcommand", required=True, metavar="{list,show,set,sync,backfill}")
 
-        listing = commands.add_parser("list", help="Every sequence with its per-period rows, and the numbers left.")
+        listing = commands.add_parser(
+            "list", help="Every sequence with its per-scope and per-period rows, and the numbers left."
+        )
         listing.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
 
         show = commands.add_parser("show", help="One sequence, its periods and this process's figures.")
@@ -108,7 +112,8 @@ class Command(BaseCommand):
             ("modified", row.modified.isoformat(timespec="seconds")),
         ]
         if row.base_name is not None:
-            details[0:0] = [("sequence", row.base_name), ("period", row.period)]
+            scope = [("scope", shown(_scope(row)))] if _scope(row) else []
+            details[0:0] = [("sequence", row.base_name), *scope, ("period", row.period or "")]
         self._print_table([(f"  {label}", str(value)) for label, value in details])
         if periods:
             self.stdout.write("Periods, newest first:")
@@ -242,7 +247,18 @@ def _resolve(label: str) -> tuple[type[models.Model], str]:
 
 
 def _newest_first(rows: Any) -> list[Sequence]:
-    return sorted(rows, key=lambda row: (row.period or "", row.name), reverse=True)
+    """Derived rows scope by scope (company=9 before company=10), each scope's periods newest first."""
+    ordered = sorted(rows, key=lambda row: (row.period or "", row.name), reverse=True)
+    return sorted(ordered, key=lambda row: _natural(_scope(row) or ""))
+
+
+def _scope(row: Sequence) -> str | None:
+    return scope_of(row.name, row.base_name, row.period)
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    """A sort key that orders the numbers in a text by value."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
 def _left(row: Sequence) -> int | str:
@@ -270,6 +286,7 @@ def _row_dict(row: Sequence) -> dict[str, Any]:
     return {
         "name": row.name,
         "base_name": row.base_name,
+        "scope": _scope(row),
         "period": row.period,
         "value": row.value,
         "step": row.step,
