@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from django.core.exceptions import ValidationError
+from django.db.models import CharField, Q, Value
+from django.db.models.functions import Concat
 
 from .exceptions import SequenceScopeError
 from .formatting import period_row_name
@@ -123,6 +125,12 @@ def scope_of(name: str, base_name: str | None, period: str | None) -> str | None
     if rest == period or not rest.endswith(PERIOD_SEPARATOR + period):
         return None
     return rest[: -(len(period) + 1)]
+
+
+def scoped_rows() -> Q:
+    """The per-scope rows of any sequence: derived rows not named '<base>@<period>' as plain period rows are."""
+    plain_period = Concat("base_name", Value(SCOPE_MARK), "period", output_field=CharField())
+    return Q(base_name__isnull=False) & (Q(period__isnull=True) | ~Q(name=plain_period))
 
 
 def shown(scope: str | None) -> str:

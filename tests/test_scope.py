@@ -348,3 +348,32 @@ def test_numbers_are_unique_per_scope_across_many_saves(acme, globex):
         got[company.pk].append(CompanyOrder.objects.create(company=company).number)
     for numbers in got.values():
         assert assert_unique(numbers) == list(range(1, len(numbers) + 1))
+
+
+# Admin
+
+
+def test_admin_lists_scope_rows_under_their_sequence_with_the_scope_shown(admin_client, clock, acme):
+    from django.urls import reverse
+
+    from tests.test_admin import cell
+
+    url = "/admin/django_segment_seq/sequence/"
+    Sequence.objects.create(name="daily@2026-11-22", base_name="daily", period="2026-11-22")
+    assert "column-scope_shown" not in admin_client.get(url).content.decode()  # period rows only so far
+    LabelledItem.objects.create(owner="Bob@home")
+    CompanyInvoice.objects.create(company=acme)
+    page = admin_client.get(url).content.decode()
+    assert cell(page, "labelled-item@owner=%42ob%40home", "scope_shown") == "owner=Bob@home"
+    invoice_row = f"company-invoice@company={acme.pk}/2026"
+    assert cell(page, invoice_row, "scope_shown") == f"company={acme.pk}"
+    assert cell(page, invoice_row, "period_shown") == "2026"
+    assert cell(page, "daily@2026-11-22", "scope_shown") == ""
+    filtered = admin_client.get(url, {"sequence": "company-invoice"}).content.decode()
+    assert "company-invoice</a>" in filtered and invoice_row in filtered and "labelled-item@" not in filtered
+    row = Sequence.objects.get(name=invoice_row)
+    page = admin_client.get(reverse("admin:django_segment_seq_sequence_change", args=[row.pk])).content.decode()
+    assert "field-scope_shown" in page and f"company={acme.pk}" in page and "field-period" in page
+    base = Sequence.objects.get(name="company-invoice")
+    page = admin_client.get(reverse("admin:django_segment_seq_sequence_change", args=[base.pk])).content.decode()
+    assert "field-scope_shown" not in page
