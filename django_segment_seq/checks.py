@@ -266,23 +266,22 @@ def _format_shows_scope(field: Any, names: tuple[str, ...]) -> bool:
 def _check_shared_scope(field: Any, names: tuple[str, ...]) -> list[checks.CheckMessage]:
     """Fields sharing a sequence must share its scope, or one field's period rows could take another's scope names."""
     from .fields import _SequenceFieldMixin
-    from .scopes import scope_names
 
     if not hasattr(field, "model"):
         return []
     for model in field.model._meta.apps.get_models():
         for other in model._meta.local_fields:
+            where = f"{model._meta.label}.{other.name}"
             if (
                 isinstance(other, _SequenceFieldMixin)
                 and other is not field
                 and other.sequence_name == field.sequence_name
-                and _scope_or_none(other.scope, scope_names) != names
+                and _names(other.scope) != names
             ):
-                theirs = ", ".join(_scope_or_none(other.scope, scope_names)) or "nothing"
                 return [
                     checks.Error(
                         f"Sequence {field.sequence_name!r} is scoped by {', '.join(names) or 'nothing'} here and by "
-                        f"{theirs} in {other.model._meta.label}.{other.name}.",
+                        f"{', '.join(_names(other.scope)) or 'nothing'} in {where}.",
                         hint="Give every field of a sequence the same scope, or use different sequence names.",
                         obj=field,
                         id="django_segment_seq.E025",
@@ -291,9 +290,12 @@ def _check_shared_scope(field: Any, names: tuple[str, ...]) -> list[checks.Check
     return []
 
 
-def _scope_or_none(scope: Any, scope_names: Any) -> tuple[str, ...]:
+def _names(scope: Any) -> tuple[str, ...]:
+    """scope_names() of any option, a malformed one (reported by E023) as no names."""
+    from .scopes import scope_names
+
     try:
-        return tuple(scope_names(scope))
+        return tuple(str(name) for name in scope_names(scope))
     except TypeError:
         return ()
 

@@ -8,8 +8,8 @@ __all__ = [
     "SequenceExhausted",
     "SequenceMisconfigured",
     "SequenceNotFound",
-    "SequenceUnavailable",
     "SequenceScopeError",
+    "SequenceUnavailable",
 ]
 
 

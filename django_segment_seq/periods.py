@@ -1,4 +1,4 @@
-"""Numbers for formatted and gapless fields: the row of the current period, created on first use, then a number from it."""
+"""Numbers for formatted, scoped and gapless fields: the row of the scope and period, created on first use."""
 
 from __future__ import annotations
 
@@ -91,7 +91,10 @@ def _within_cap(name: str, number: int, cap: int | None) -> int:
 def _explained(
     exc: SequenceExhausted, sequence_name: str, period: str | None, cap: int | None, scope: str | None = None
 ) -> SequenceExhausted:
-    """The same error, saying which scope and period ran out and, when the format's width was the limit, what to widen."""
+    """The same error, saying which scope and period ran out and, when the format's width was the limit, what to widen.
+
+    `scope` is the encoded scope of a scoped field's row, None otherwise.
+    """
     where = f"Sequence {sequence_name!r}" + (f", scope {shown(scope)}," if scope else "")
     where += f", period {period}," if period else ""
     if cap is not None and exc.max_value >= cap:

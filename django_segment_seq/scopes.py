@@ -66,9 +66,7 @@ def value_text(sequence_name: str, field: models.Field[Any, Any], value: Any) ->
         ) from None
     if isinstance(value, bool):
         text = "true" if value else "false"
-    elif isinstance(value, int):
-        text = str(value)
-    elif isinstance(value, (str, uuid.UUID)):
+    elif isinstance(value, (int, str, uuid.UUID)):
         text = str(value)
     elif isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
         text = value.isoformat()

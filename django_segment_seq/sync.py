@@ -49,7 +49,7 @@ def unscoped_field(model: type[models.Model], field_name: str) -> _SequenceField
     names = scope_names(field.scope)
     if names:
         raise ValueError(
-            f"{model._meta.label}.{field.name} is scoped by {', '.join(names)}: sync and backfill keep one "
+            f"{model._meta.label}.{field_name} is scoped by {', '.join(names)}: sync and backfill keep one "
             "counter per column and do not handle scopes. Move a scope's row past its stored numbers in the "
             "admin (its value), and fill empty values by saving the rows."
         )

@@ -153,7 +153,8 @@ def test_bulk_create_takes_one_allocation_per_scope(acme, globex):
     for ticket in ScopedTicket.objects.exclude(number=500):
         per_scope.setdefault((ticket.company_id, ticket.kind), []).append(ticket.number)
     assert {key: sorted(numbers) for key, numbers in per_scope.items()} == {
-        key: list(range(1, 51)) for key in [(acme.pk, "bug"), (acme.pk, "task"), (globex.pk, "bug"), (globex.pk, "task")]
+        key: list(range(1, 51))
+        for key in [(acme.pk, "bug"), (acme.pk, "task"), (globex.pk, "bug"), (globex.pk, "task")]
     }
     stats = sequence_stats()
     for company in (acme, globex):
@@ -333,7 +334,7 @@ def test_a_sequence_scoped_differently_in_two_fields_is_refused():
 
 def test_deconstruct_keeps_the_scope():
     field = CompanyInvoice._meta.get_field("number")
-    _name, path, _args, kwargs = field.deconstruct()
+    _name, _path, _args, kwargs = field.deconstruct()
     assert kwargs["scope"] == ["company"]
     rebuilt = SequenceField(*_args, **kwargs)
     assert rebuilt.scope == ["company"] and rebuilt.deconstruct()[3] == kwargs

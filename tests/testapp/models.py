@@ -186,5 +186,5 @@ class CompanyReceipt(models.Model):
 class LabelledItem(models.Model):
     """Scoped by free text, which may be empty or too long for a row name."""
 
-    owner = models.CharField(max_length=200, null=True, blank=True)
+    owner = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - None: the empty scope refused
     number = SequenceField("labelled-item", scope=["owner"])

@@ -19,7 +19,8 @@ from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_em
 from django_segment_seq.models import Sequence
 from django_segment_seq.parsing import UnparseableFormat
 from django_segment_seq.ranges import BIGINT_MAX
-from django_segment_seq.scopes import scope_of, shown
+from django_segment_seq.scopes import scope_of
+from django_segment_seq.scopes import shown as shown_scope
 from django_segment_seq.sync import sync_sequence
 
 NO_LIMIT = "no limit"
@@ -112,7 +113,7 @@ class Command(BaseCommand):
             ("modified", row.modified.isoformat(timespec="seconds")),
         ]
         if row.base_name is not None:
-            scope = [("scope", shown(_scope(row)))] if _scope(row) else []
+            scope = [("scope", shown_scope(_scope(row)))] if _scope(row) else []
             details[0:0] = [("sequence", row.base_name), *scope, ("period", row.period or "")]
         self._print_table([(f"  {label}", str(value)) for label, value in details])
         if periods:
