@@ -378,3 +378,23 @@ def test_admin_lists_scope_rows_under_their_sequence_with_the_scope_shown(admin_
     base = Sequence.objects.get(name="company-invoice")
     page = admin_client.get(reverse("admin:django_segment_seq_sequence_change", args=[base.pk])).content.decode()
     assert "field-scope_shown" not in page
+
+
+def test_segment_seq_show_names_the_scope(clock, acme, globex):
+    for company in (globex, acme):
+        CompanyInvoice.objects.create(company=company)
+    out = io.StringIO()
+    call_command("segment_seq", "show", "company-invoice", stdout=out)
+    text = out.getvalue()
+    assert "Scopes, each with its periods newest first:" in text
+    assert text.index(f"company-invoice@company={acme.pk}/2026") < text.index(
+        f"company-invoice@company={globex.pk}/2026"
+    )
+    out = io.StringIO()
+    call_command("segment_seq", "show", f"company-invoice@company={acme.pk}/2026", stdout=out)
+    details = dict(line.split(None, 1) for line in out.getvalue().splitlines()[1:] if line.startswith("  "))
+    assert (details["sequence"], details["scope"], details["period"]) == (
+        "company-invoice",
+        f"company={acme.pk}",
+        "2026",
+    )

@@ -117,7 +117,8 @@ class Command(BaseCommand):
             details[0:0] = [("sequence", row.base_name), *scope, ("period", row.period or "")]
         self._print_table([(f"  {label}", str(value)) for label, value in details])
         if periods:
-            self.stdout.write("Periods, newest first:")
+            scoped = any(_scope(period) for period in periods)
+            self.stdout.write("Scopes, each with its periods newest first:" if scoped else "Periods, newest first:")
             self._print_table([_row_cells(period, indent="  ") for period in periods])
         if not figures:
             self.stdout.write("This process: no numbers taken from it.")
