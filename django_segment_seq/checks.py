@@ -151,7 +151,7 @@ def check_scope(field: Any) -> list[checks.CheckMessage]:
 
     scope = field.scope
     if scope is None:
-        return _check_shared_scope(field, ())
+        return _check_shared_scope(field)
     if not (
         isinstance(scope, str)
         or (isinstance(scope, (list, tuple)) and scope and all(isinstance(name, str) for name in scope))
@@ -234,7 +234,7 @@ def check_scope(field: Any) -> list[checks.CheckMessage]:
                 id="django_segment_seq.E026",
             )
         )
-    errors += _check_shared_scope(field, names)
+    errors += _check_shared_scope(field)
     if field.unique and not _format_shows_scope(field, names):
         errors.append(
             checks.Warning(
@@ -263,12 +263,13 @@ def _format_shows_scope(field: Any, names: tuple[str, ...]) -> bool:
     return bool(paths) and shown == set(names)
 
 
-def _check_shared_scope(field: Any, names: tuple[str, ...]) -> list[checks.CheckMessage]:
+def _check_shared_scope(field: Any) -> list[checks.CheckMessage]:
     """Fields sharing a sequence must share its scope, or one field's period rows could take another's scope names."""
     from .fields import _SequenceFieldMixin
 
     if not hasattr(field, "model"):
         return []
+    names = _names(field.model, field.scope)
     for model in field.model._meta.apps.get_models():
         for other in model._meta.local_fields:
             where = f"{model._meta.label}.{other.name}"
@@ -276,12 +277,12 @@ def _check_shared_scope(field: Any, names: tuple[str, ...]) -> list[checks.Check
                 isinstance(other, _SequenceFieldMixin)
                 and other is not field
                 and other.sequence_name == field.sequence_name
-                and _names(other.scope) != names
+                and _names(model, other.scope) != names
             ):
                 return [
                     checks.Error(
                         f"Sequence {field.sequence_name!r} is scoped by {', '.join(names) or 'nothing'} here and by "
-                        f"{', '.join(_names(other.scope)) or 'nothing'} in {where}.",
+                        f"{', '.join(_names(model, other.scope)) or 'nothing'} in {where}.",
                         hint="Give every field of a sequence the same scope, or use different sequence names.",
                         obj=field,
                         id="django_segment_seq.E025",
@@ -290,14 +291,23 @@ def _check_shared_scope(field: Any, names: tuple[str, ...]) -> list[checks.Check
     return []
 
 
-def _names(scope: Any) -> tuple[str, ...]:
-    """scope_names() of any option, a malformed one (reported by E023) as no names."""
+def _names(model: Any, scope: Any) -> tuple[str, ...]:
+    """The field names a scope option resolves to ("company_id" is "company"); a malformed one (E023) as it is."""
+    from django.core.exceptions import FieldDoesNotExist
+
     from .scopes import scope_names
 
     try:
-        return tuple(str(name) for name in scope_names(scope))
+        names = [str(name) for name in scope_names(scope)]
     except TypeError:
         return ()
+    resolved = []
+    for name in names:
+        try:
+            resolved.append(model._meta.get_field(name).name)
+        except FieldDoesNotExist:
+            resolved.append(name)
+    return tuple(resolved)
 
 
 def _field_classes(*names: str) -> tuple[type, ...]:

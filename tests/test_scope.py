@@ -330,6 +330,7 @@ def test_a_sequence_scoped_differently_in_two_fields_is_refused():
     assert ids == ["django_segment_seq.E025"]
     assert scope_check_ids(None, extra={"other": SequenceField("seq", scope=["kind"])}) == ["django_segment_seq.E025"]
     assert scope_check_ids(["kind"], extra={"other": SequenceField("seq", scope="kind")}) == []
+    assert scope_check_ids(["company_id"], extra={"other": SequenceField("seq", scope="company")}) == []
 
 
 def test_deconstruct_keeps_the_scope():
