@@ -399,3 +399,14 @@ def test_segment_seq_show_names_the_scope(clock, acme, globex):
         f"company={acme.pk}",
         "2026",
     )
+
+
+def test_an_exhausted_scope_says_which_and_leaves_the_others_alone(acme, globex):
+    from django_segment_seq import SequenceExhausted
+
+    Sequence.objects.create(name="company-order", max_value=2, step=1)
+    assert [CompanyOrder.objects.create(company=acme).number for _ in range(2)] == [1, 2]
+    with pytest.raises(SequenceExhausted, match=rf"scope company={acme.pk}, is exhausted") as caught:
+        CompanyOrder.objects.create(company=acme)
+    assert caught.value.name == f"company-order@company={acme.pk}"
+    assert CompanyOrder.objects.create(company=globex).number == 1
