@@ -66,7 +66,9 @@ def value_text(sequence_name: str, field: models.Field[Any, Any], value: Any) ->
         ) from None
     if isinstance(value, bool):
         text = "true" if value else "false"
-    elif isinstance(value, (int, str, uuid.UUID)):
+    elif isinstance(value, int):
+        return str(value)  # digits and "-" only: nothing to encode
+    elif isinstance(value, (str, uuid.UUID)):
         text = str(value)
     elif isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
         text = value.isoformat()
@@ -81,16 +83,23 @@ def value_text(sequence_name: str, field: models.Field[Any, Any], value: Any) ->
 
 def scope_key(field: Any, instance: models.Model) -> str | None:
     """The scope part of the row name for `instance` ("company=42,kind=bug"); None for an unscoped field."""
-    names = scope_names(field.scope)
-    if not names:
+    if not field.scope:
         return None
-    meta = field.model._meta
     pairs = []
-    for name in names:
-        scope_field = meta.get_field(name)
+    for scope_field in _scope_fields(field):
         value = getattr(instance, scope_field.attname)
         pairs.append(f"{scope_field.name}={value_text(field.sequence_name, scope_field, value)}")
     return PAIR_SEPARATOR.join(pairs)
+
+
+def _scope_fields(field: Any) -> list[Any]:
+    """The model fields a field is scoped by, looked up once per field."""
+    key = (field.model, field.scope)
+    cached: tuple[Any, list[Any]] | None = getattr(field, "_scope_fields", None)
+    if cached is None or cached[0] != key:  # a copy made for a subclass has a model of its own
+        cached = (key, [field.model._meta.get_field(name) for name in scope_names(field.scope)])
+        field._scope_fields = cached
+    return cached[1]
 
 
 def row_name(sequence_name: str, scope: str | None, period: str | None) -> str:
