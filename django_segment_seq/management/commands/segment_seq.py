@@ -162,7 +162,9 @@ class Command(BaseCommand):
             "Each process applies this at its next range fetch; numbers it has cached are still handed out."
         )
         if row.base_name is None and Sequence._base_manager.using(alias).filter(base_name=name).exists():
-            self.stdout.write("Periods created from now on take these settings; existing period rows keep their own.")
+            self.stdout.write(
+                "Periods and scopes created from now on take these settings; their existing rows keep their own."
+            )
 
     # sync, backfill
 
