@@ -53,6 +53,7 @@ NOT_CORE = [
     "tests/test_benchmark.py",
     "tests/test_benchmark_connections.py",
     "tests/test_concurrency.py",
+    "tests/test_scope_concurrency.py",
     "tests/test_isolation.py",
     "tests/test_admin_browser.py",
     "tests/test_user_project.py",

@@ -17,6 +17,7 @@ from .exceptions import (
     SequenceExhausted,
     SequenceMisconfigured,
     SequenceNotFound,
+    SequenceScopeError,
     SequenceUnavailable,
 )
 from .fields import SequenceField
@@ -37,6 +38,7 @@ __all__ = [
     "SequenceMisconfigured",
     "SequenceNotFound",
     "SequenceQuerySet",
+    "SequenceScopeError",
     "SequenceUnavailable",
     "SnowflakeError",
     "SnowflakeField",

@@ -1,4 +1,5 @@
-"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion; periods by sequence.
+"""The admin for the Sequence table: edit steps and limits; values only forward; no deletion; scope and period rows
+with their sequence.
 
 Each row also shows how much of it is handed out and, for a row with a maximum, when it runs out.
 """
@@ -24,6 +25,7 @@ from django.utils.translation import gettext_lazy as _
 
 from .models import Sequence
 from .ranges import BIGINT_MAX
+from .scopes import scope_of, scoped_rows, shown
 from .snowflake.models import WorkerLease
 from .usage import HORIZON, has_limit, usage
 
@@ -80,7 +82,7 @@ class SequenceForm(_SequenceFormBase):
 
 
 class SequenceFilter(admin.SimpleListFilter):
-    """Shows a sequence that restarts per period together with all its per-period rows."""
+    """Shows a sequence that is scoped or restarts per period together with all its per-scope and per-period rows."""
 
     title = _("sequence")
     parameter_name = "sequence"
@@ -100,6 +102,7 @@ class SequenceAdmin(_SequenceAdminBase):
     form = SequenceForm
     list_display = [
         "name",
+        "scope_shown",
         "period_shown",
         "value",
         "step",
@@ -113,11 +116,11 @@ class SequenceAdmin(_SequenceAdminBase):
     ]
     list_filter = [SequenceFilter, "cycle"]
     search_fields = ["name"]
-    readonly_fields = ["base_sequence", "period", "used", "left", "runs_out", "created", "modified"]
-    # Each sequence, then its periods newest first.
+    readonly_fields = ["base_sequence", "scope_shown", "period", "used", "left", "runs_out", "created", "modified"]
+    # Each sequence, then its periods newest first (scope rows of one period by name).
     ordering = [Coalesce("base_name", "name").asc(), F("period").desc(nulls_first=True), "name"]
     fieldsets = [
-        (None, {"fields": ["name", "value", "base_sequence", "period"]}),
+        (None, {"fields": ["name", "value", "base_sequence", "scope_shown", "period"]}),
         (_("Allocation"), {"fields": ["step", "min_value", "max_value", "cycle"]}),
         (_("Use"), {"fields": ["used", "left", "runs_out"]}),
         (_("History"), {"fields": ["created", "modified"]}),
@@ -131,16 +134,24 @@ class SequenceAdmin(_SequenceAdminBase):
         return obj
 
     def get_list_display(self, request: HttpRequest) -> list[str | Callable[[Sequence], str | bool]]:
-        # A period column stays empty until some sequence restarts per period.
-        if Sequence.objects.exclude(base_name=None).exists():
-            return list(self.list_display)
-        return [name for name in self.list_display if name != "period_shown"]
+        # The period and scope columns stay out until some sequence restarts per period or is scoped.
+        derived = Sequence.objects.exclude(base_name=None)
+        hidden: set[str] = set()
+        if not derived.exists():
+            hidden |= {"scope_shown", "period_shown"}
+        elif not derived.filter(scoped_rows()).exists():
+            hidden.add("scope_shown")
+        return [name for name in self.list_display if name not in hidden]
 
     def get_fieldsets(
         self, request: HttpRequest, obj: Sequence | None = None
     ) -> list[tuple[StrOrPromise | None, FieldOpts]]:
-        # Period fields mean something on per-period rows only; use figures need a stored row.
+        # Period and scope fields mean something on derived rows only; use figures need a stored row.
         hidden = set() if obj is not None and obj.base_name is not None else {"base_sequence", "period"}
+        if obj is None or scope_of(obj.name, obj.base_name, obj.period) is None:
+            hidden.add("scope_shown")
+        elif obj.period is None:
+            hidden.add("period")
         if obj is None:
             hidden |= {"used", "left", "runs_out", "created", "modified"}
         shown: list[tuple[StrOrPromise | None, FieldOpts]] = []
@@ -163,6 +174,11 @@ class SequenceAdmin(_SequenceAdminBase):
     @admin.display(description=_("period"), ordering="period", empty_value="")
     def period_shown(self, obj: Sequence) -> str | None:
         return obj.period
+
+    @admin.display(description=_("scope"), empty_value="")
+    def scope_shown(self, obj: Sequence) -> str:
+        """The scope values of a per-scope row, decoded from its name ("company=42")."""
+        return shown(scope_of(obj.name, obj.base_name, obj.period))
 
     @admin.display(description=_("maximum"), ordering="max_value")
     def max_value_shown(self, obj: Sequence) -> Any:
@@ -236,8 +252,8 @@ class SequenceAdmin(_SequenceAdminBase):
             messages.info(
                 request,
                 _(
-                    "Periods of %(name)s created from now on take this step and these limits; "
-                    "existing period rows keep their own (edit them one by one)."
+                    "Periods and scopes of %(name)s created from now on take this step and these limits; "
+                    "existing rows of theirs keep their own (edit them one by one)."
                 )
                 % {"name": obj.name},
             )

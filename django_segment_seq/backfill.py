@@ -12,7 +12,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .fields import FormattedSequenceField, _SequenceFieldMixin
 from .parsing import UnparseableFormat
-from .sync import empty_values, sequence_field, sync_sequence
+from .sync import empty_values, sync_sequence, unscoped_field
 
 DEFAULT_BATCH_SIZE = 1000
 
@@ -31,7 +31,7 @@ class FillResult:
 
 def fillable_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
     """The SequenceField to fill; ValueError for other fields and for a primary key, which is never empty."""
-    field = sequence_field(model, field_name)
+    field = unscoped_field(model, field_name)
     if field.primary_key:
         raise ValueError(f"{model._meta.label}.{field.name} is the primary key, which is never empty.")
     return field

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from django.db import models
 
 from .api import next_values
+from .scopes import bulk_groups
 
 _M = TypeVar("_M", bound=models.Model)
 
@@ -30,7 +31,8 @@ def fill_sequences(objs: SequenceOf[models.Model]) -> int:
             # Read the instance dict: Django's field descriptor costs a Python call per object.
             empty = [obj for obj in group if obj.__dict__.get(attname, 0) is None]
             if empty:
-                wanted.setdefault(field.sequence_name, []).append((empty, attname))
+                for name, part in bulk_groups(field, empty):  # one row per scope; the sequence's own row otherwise
+                    wanted.setdefault(name, []).append((part, attname))
     filled = 0
     for name, parts in wanted.items():
         numbers = iter(next_values(name, sum(len(empty) for empty, _ in parts)))

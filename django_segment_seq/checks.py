@@ -167,3 +167,186 @@ def check_sqlite_single_writer(app_configs: Any = None, **kwargs: Any) -> list[c
             id="django_segment_seq.W001",
         )
     ]
+
+
+def check_scope(field: Any) -> list[checks.CheckMessage]:
+    """A SequenceField's `scope`: concrete fields of its model, a name with room for them, the same in every field.
+
+    Called from the field's own check(), like the other flow-option checks (E023-E026, W002).
+    """
+    from django.core.exceptions import FieldDoesNotExist
+
+    from .formatting import PERIOD_SUFFIX_LENGTH
+    from .models import NAME_MAX_LENGTH
+    from .scopes import PAIR_SEPARATOR, SCOPE_MARK, scope_names
+
+    scope = field.scope
+    if scope is None:
+        return _check_shared_scope(field)
+    if not (
+        isinstance(scope, str)
+        or (isinstance(scope, (list, tuple)) and scope and all(isinstance(name, str) for name in scope))
+    ):
+        return [
+            checks.Error(
+                f"SequenceField scope={scope!r} must be a field name or a non-empty list of field names.",
+                hint='Name the fields each counter is kept per, e.g. scope=["company"], or drop scope.',
+                obj=field,
+                id="django_segment_seq.E023",
+            )
+        ]
+    names = scope_names(scope)
+    if len(set(names)) != len(names):
+        return [
+            checks.Error(
+                f"SequenceField scope={scope!r} names a field twice.",
+                hint="Name each field once.",
+                obj=field,
+                id="django_segment_seq.E023",
+            )
+        ]
+    if not hasattr(field, "model"):
+        return []
+    errors: list[checks.CheckMessage] = []
+    label = field.model._meta.label
+    for name in names:
+        try:
+            target = field.model._meta.get_field(name)
+        except FieldDoesNotExist:
+            target = None
+        problem = None
+        if target is None:
+            problem = f"{label} has no field {name!r}"
+        elif not getattr(target, "concrete", False) or getattr(target, "many_to_many", False):
+            problem = f"{label}.{name} is a {type(target).__name__}, not a column of the row being inserted"
+        elif target is field:
+            problem = "a field cannot be scoped by itself"
+        elif isinstance(target, _AUTO_FIELDS):
+            problem = f"{label}.{name} is filled by the database at INSERT, after the number is taken"
+        elif isinstance(target, _TEXTLESS_FIELDS):
+            problem = f"{label}.{name} is a {type(target).__name__}, whose values have no single text to name a row by"
+        if problem:
+            errors.append(
+                checks.Error(
+                    f"SequenceField scope names {name!r}: {problem}.",
+                    hint="Scope by concrete fields of the model set before saving: a ForeignKey (counted by its "
+                    "id), an integer, text, UUID or date field.",
+                    obj=field,
+                    id="django_segment_seq.E023",
+                )
+            )
+    if errors:
+        return errors
+    sequence_name = field.sequence_name
+    if isinstance(sequence_name, str):
+        # The shortest name a scope row can have: one character per value.
+        shortest = len(sequence_name) + len(SCOPE_MARK) + sum(len(name) + 2 for name in names)
+        shortest += len(PAIR_SEPARATOR) * (len(names) - 1)
+        if field.reset is not None:
+            shortest += PERIOD_SUFFIX_LENGTH
+        if SCOPE_MARK in sequence_name or shortest > NAME_MAX_LENGTH:
+            errors.append(
+                checks.Error(
+                    f"SequenceField sequence_name {sequence_name!r} cannot carry scope {scope!r}: scope rows are "
+                    f"named '<sequence_name>@<field>=<value>,…{'/<period>' if field.reset is not None else ''}', "
+                    f"which must stay within {NAME_MAX_LENGTH} characters (at least {shortest} here).",
+                    hint="Use a shorter sequence name without '@', or fewer scope fields.",
+                    obj=field,
+                    id="django_segment_seq.E024",
+                )
+            )
+    if not getattr(field, "format", None) and field.primary_key:
+        errors.append(
+            checks.Error(
+                "SequenceField scope on an integer primary key: every scope counts from min_value, so two scopes "
+                "would hand out the same key.",
+                hint="Keep the primary key unscoped and give the scoped number a field of its own.",
+                obj=field,
+                id="django_segment_seq.E026",
+            )
+        )
+    errors += _check_shared_scope(field)
+    if field.unique and not _format_shows_scope(field, names):
+        errors.append(
+            checks.Warning(
+                f"SequenceField {label}.{field.name} is scoped by {', '.join(names)} and unique=True: each scope "
+                "counts from min_value, so the second scope's first number is refused as a duplicate.",
+                hint=f"Drop unique=True and add models.UniqueConstraint(fields={[*names, field.name]!r}, ...) "
+                "to Meta.constraints (or unique_together).",
+                obj=field,
+                id="django_segment_seq.W002",
+            )
+        )
+    return errors
+
+
+def _format_shows_scope(field: Any, names: tuple[str, ...]) -> bool:
+    """Whether the field's texts show every scope value ({instance.company…}), so they differ between scopes."""
+    paths = getattr(getattr(field, "flow", None), "instance_paths", [])
+    meta = field.model._meta
+    shown = set()
+    for name in names:
+        target = meta.get_field(name)
+        for path in paths:
+            head = path[1:].split(".", 1)[0].split("[", 1)[0] if path.startswith(".") else ""
+            if head in (target.name, target.attname):
+                shown.add(name)
+    return bool(paths) and shown == set(names)
+
+
+def _check_shared_scope(field: Any) -> list[checks.CheckMessage]:
+    """Fields sharing a sequence must share its scope, or one field's period rows could take another's scope names."""
+    from .fields import _SequenceFieldMixin
+
+    if not hasattr(field, "model"):
+        return []
+    names = _names(field.model, field.scope)
+    for model in field.model._meta.apps.get_models():
+        for other in model._meta.local_fields:
+            where = f"{model._meta.label}.{other.name}"
+            if (
+                isinstance(other, _SequenceFieldMixin)
+                and other is not field
+                and other.sequence_name == field.sequence_name
+                and _names(model, other.scope) != names
+            ):
+                return [
+                    checks.Error(
+                        f"Sequence {field.sequence_name!r} is scoped by {', '.join(names) or 'nothing'} here and by "
+                        f"{', '.join(_names(model, other.scope)) or 'nothing'} in {where}.",
+                        hint="Give every field of a sequence the same scope, or use different sequence names.",
+                        obj=field,
+                        id="django_segment_seq.E025",
+                    )
+                ]
+    return []
+
+
+def _names(model: Any, scope: Any) -> tuple[str, ...]:
+    """The field names a scope option resolves to ("company_id" is "company"); a malformed one (E023) as it is."""
+    from django.core.exceptions import FieldDoesNotExist
+
+    from .scopes import scope_names
+
+    try:
+        names = [str(name) for name in scope_names(scope)]
+    except TypeError:
+        return ()
+    resolved = []
+    for name in names:
+        try:
+            resolved.append(model._meta.get_field(name).name)
+        except FieldDoesNotExist:
+            resolved.append(name)
+    return tuple(resolved)
+
+
+def _field_classes(*names: str) -> tuple[type, ...]:
+    from django.db import models
+
+    return tuple(getattr(models, name) for name in names)
+
+
+_AUTO_FIELDS = _field_classes("AutoField", "BigAutoField", "SmallAutoField")
+# 1.0 and 1.00, or equal JSON written two ways, would count in two scopes.
+_TEXTLESS_FIELDS = _field_classes("FloatField", "DecimalField", "BinaryField", "JSONField")

@@ -8,6 +8,7 @@ __all__ = [
     "SequenceExhausted",
     "SequenceMisconfigured",
     "SequenceNotFound",
+    "SequenceScopeError",
     "SequenceUnavailable",
 ]
 
@@ -74,3 +75,12 @@ class SequenceMisconfigured(SequenceError):
         self.name = name
         self.problem = problem
         super().__init__(f"Sequence {name!r} is misconfigured: {problem}")
+
+
+class SequenceScopeError(SequenceError, ValueError):
+    """A scope value that names no counter row: empty, of a type with no stable text, or a row name too long."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        self.name = name
+        self.problem = problem
+        super().__init__(f"Sequence {name!r}: {problem}")

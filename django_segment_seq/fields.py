@@ -43,6 +43,7 @@ class _SequenceFieldMixin(_MixinBase):
     reset_on: Any
     fiscal_year_start: Any
     gapless: Any
+    scope: Any
 
     def _setup(
         self,
@@ -52,8 +53,10 @@ class _SequenceFieldMixin(_MixinBase):
         kwargs: dict[str, Any],
         reset_on: Any = None,
         fiscal_year_start: Any = None,
+        scope: Any = None,
     ) -> None:
         self.sequence_name = sequence_name
+        self.scope = scope
         self.reset = reset
         self.reset_on = reset_on
         self.fiscal_year_start = fiscal_year_start
@@ -85,6 +88,8 @@ class _SequenceFieldMixin(_MixinBase):
             kwargs["fiscal_year_start"] = self.fiscal_year_start
         if self.gapless is not False:
             kwargs["gapless"] = self.gapless
+        if self.scope is not None:
+            kwargs["scope"] = self.scope
 
     def _check_sequence_name(self) -> list[checks.CheckMessage]:
         from .models import validate_sequence_name
@@ -289,10 +294,11 @@ class SequenceField(_SequenceFieldMixin, _IntegerBase):
         reset_on: str | None = None,
         fiscal_year_start: int | None = None,
         gapless: bool = False,
+        scope: str | list[str] | tuple[str, ...] | None = None,
         **kwargs: Any,
     ) -> None:
         kwargs.pop("format", None)  # None here: a format makes __new__ build a FormattedSequenceField
-        self._setup(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start)
+        self._setup(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start, scope)
         super().__init__(*args, **kwargs)
 
     def deconstruct(self) -> tuple[str, str, SequenceOf[Any], dict[str, Any]]:
@@ -300,26 +306,35 @@ class SequenceField(_SequenceFieldMixin, _IntegerBase):
         self._deconstruct_common(kwargs)
         return name, "django_segment_seq.fields.SequenceField", args, kwargs
 
-    def _take(self) -> int:
-        if self.gapless:
+    def _take(self, instance: models.Model | None = None) -> int:
+        if self.gapless or self.scope:
             from .periods import take
+            from .scopes import scope_key
 
-            return take(self.sequence_name, int, gapless=True)
+            scope = None if instance is None else scope_key(self, instance)
+            return take(self.sequence_name, int, gapless=self.gapless is True, scope=scope)
         return next_value(self.sequence_name)
 
     def get_pk_value_on_save(self, instance: models.Model) -> int:
         """Number a new primary key before Django decides between INSERT and UPDATE, and before bulk_create."""
-        return self._take()
+        return self._take(instance)
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
         value = getattr(model_instance, self.attname)
         if add and value is None:
-            value = self._take()
+            value = self._take(model_instance)
             setattr(model_instance, self.attname, value)
         return value
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
-        return [*super().check(**kwargs), *self._check_sequence_name(), *self._check_flow_options(None)]
+        from .checks import check_scope
+
+        return [
+            *super().check(**kwargs),
+            *self._check_sequence_name(),
+            *self._check_flow_options(None),
+            *check_scope(self),
+        ]
 
 
 class FormattedSequenceField(_SequenceFieldMixin, _TextBase):
@@ -341,11 +356,12 @@ class FormattedSequenceField(_SequenceFieldMixin, _TextBase):
         reset_on: str | None = None,
         fiscal_year_start: int | None = None,
         gapless: bool = False,
+        scope: str | list[str] | tuple[str, ...] | None = None,
         **kwargs: Any,
     ) -> None:
         self.format = format
         self.flow = FlowFormat(format)
-        self._setup(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start)
+        self._setup(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start, scope)
         kwargs.setdefault("max_length", self.flow.default_max_length(self.reset_rule))
         super().__init__(*args, **kwargs)
 
@@ -358,6 +374,7 @@ class FormattedSequenceField(_SequenceFieldMixin, _TextBase):
     def _take(self, instance: models.Model) -> str:
         from .models import NAME_MAX_LENGTH
         from .periods import take
+        from .scopes import scope_key
 
         moment = self.instant(instance)
         period = self.reset_rule.key(moment)
@@ -376,7 +393,14 @@ class FormattedSequenceField(_SequenceFieldMixin, _TextBase):
                 )
             return text
 
-        return take(self.sequence_name, render, period=period, cap=self.flow.cap, gapless=self.gapless is True)
+        return take(
+            self.sequence_name,
+            render,
+            period=period,
+            cap=self.flow.cap,
+            gapless=self.gapless is True,
+            scope=scope_key(self, instance),
+        )
 
     def instant(self, instance: models.Model) -> datetime:
         """The one instant that picks the period and fills {date}: the record's reset_on date, else now."""
@@ -404,11 +428,14 @@ class FormattedSequenceField(_SequenceFieldMixin, _TextBase):
         return value
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        from .checks import check_scope
+
         return [
             *super().check(**kwargs),
             *self._check_sequence_name(),
             *self._check_format(),
             *self._check_flow_options(self.flow),
+            *check_scope(self),
         ]
 
     def _check_format(self) -> list[checks.CheckMessage]:

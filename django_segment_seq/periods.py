@@ -1,4 +1,4 @@
-"""Numbers for formatted and gapless fields: the current period's row, created on first use, then a number from it."""
+"""Numbers for formatted, scoped and gapless fields: the row of the scope and period, created on first use."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from . import gapless as gapless_path
 from .allocator import ensure_derived_row
 from .cache import ranges
 from .exceptions import SequenceExhausted
-from .formatting import period_row_name
 from .models import require_valid_name
 from .routing import sequence_database
+from .scopes import row_name, shown
 from .txblocks import Held, TransactionMemory
 
 T = TypeVar("T")
@@ -52,33 +52,33 @@ def take(
     cap: int | None = None,
     gapless: bool = False,
     using: str | None = None,
+    scope: str | None = None,
 ) -> T:
-    """render(number) for the next number of `sequence_name` in `period`, never above `cap`.
+    """render(number) for the next number of `sequence_name` in `scope` and `period`, never above `cap`.
 
     Gapless numbers are taken and rendered inside transaction.atomic() on the sequence's database,
     so an error while rendering gives the number back.
     """
     alias = sequence_database(using)
-    name = period_row_name(sequence_name, period)
-    ensure_row(alias, name, base_name=sequence_name if period is not None else None, period=period, cap=cap)
+    name = row_name(sequence_name, scope, period)
+    base_name = sequence_name if period is not None or scope is not None else None
+    ensure_row(alias, name, base_name=base_name, period=period, cap=cap)
     try:
         if gapless:
             with transaction.atomic(using=alias):
                 number = gapless_path.take_locked(alias, name)
                 if number is None:  # created inside a transaction that has rolled back since
                     _durable.discard((alias, name))
-                    ensure_row(
-                        alias, name, base_name=sequence_name if period is not None else None, period=period, cap=cap
-                    )
+                    ensure_row(alias, name, base_name=base_name, period=period, cap=cap)
                     number = gapless_path.take(alias, name)
                 return render(_within_cap(name, number, cap))
         number = ranges.take(alias, name)
     except SequenceExhausted as exc:
-        raise _explained(exc, sequence_name, period, cap) from None
+        raise _explained(exc, sequence_name, period, cap, scope) from None
     try:
         return render(_within_cap(name, number, cap))
     except SequenceExhausted as exc:
-        raise _explained(exc, sequence_name, period, cap) from None
+        raise _explained(exc, sequence_name, period, cap, scope) from None
 
 
 def _within_cap(name: str, number: int, cap: int | None) -> int:
@@ -88,9 +88,15 @@ def _within_cap(name: str, number: int, cap: int | None) -> int:
     return number
 
 
-def _explained(exc: SequenceExhausted, sequence_name: str, period: str | None, cap: int | None) -> SequenceExhausted:
-    """The same error, saying which period ran out and, when the format's width was the limit, what to widen."""
-    where = f"Sequence {sequence_name!r}" + (f", period {period}," if period else "")
+def _explained(
+    exc: SequenceExhausted, sequence_name: str, period: str | None, cap: int | None, scope: str | None = None
+) -> SequenceExhausted:
+    """The same error, saying which scope and period ran out and, when the format's width was the limit, what to widen.
+
+    `scope` is the encoded scope of a scoped field's row, None otherwise.
+    """
+    where = f"Sequence {sequence_name!r}" + (f", scope {shown(scope)}," if scope else "")
+    where += f", period {period}," if period else ""
     if cap is not None and exc.max_value >= cap:
         message = (
             f"{where} is exhausted: its format's zero-padded width holds numbers up to {cap}, "

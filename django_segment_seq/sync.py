@@ -42,6 +42,21 @@ def sequence_field(model: type[models.Model], field_name: str) -> _SequenceField
     return field
 
 
+def unscoped_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
+    """sequence_field() for sync and backfill, which read one highest number per column, not one per scope."""
+    from .scopes import scope_names
+
+    field = sequence_field(model, field_name)
+    names = scope_names(field.scope)
+    if names:
+        raise ValueError(
+            f"{model._meta.label}.{field_name} is scoped by {', '.join(names)}: sync and backfill keep one "
+            "counter per column and do not handle scopes. Move a scope's row past its stored numbers in the "
+            "admin (its value), and fill empty values by saving the rows."
+        )
+    return field
+
+
 def empty_values(field: models.Field[Any, Any]) -> Q:
     """Rows whose value the field would still fill: NULL, and for a formatted field also ''."""
     empty = Q(**{f"{field.name}__isnull": True})
@@ -96,7 +111,7 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     from .periods import ensure_row
     from .routing import sequence_database
 
-    field = sequence_field(model, field_name)
+    field = unscoped_field(model, field_name)
     highest, unreadable = highest_stored(model, field, using=using)
     name, period = current_row_name(field)
     alias = sequence_database()

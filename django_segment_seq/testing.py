@@ -40,7 +40,8 @@ def reset_sequences(*names: str, using: str | None = None) -> None:
     """Forget this process's cached ranges and make each named sequence (all when none) hand out its min_value next.
 
     The rows are written with the caller's connection: inside a test's transaction the reset is
-    rolled back with it, which is what a `setUp` wants. Per-period rows of a named sequence are reset too.
+    rolled back with it, which is what a `setUp` wants. Per-period and per-scope rows of a named sequence are
+    reset too.
     """
     from .models import Sequence
 

@@ -150,6 +150,49 @@ def flow_fiscal(skew: str, count: int) -> list[int]:
     return got
 
 
+def scope_save(companies: str, count: int) -> list[int]:
+    """CompanyOrder saves for the companies (ids, comma-separated) in turn; writes company id * 10**12 + number."""
+    from tests.testapp.models import CompanyOrder
+
+    ids = [int(pk) for pk in companies.split(",")]
+    offset = os.getpid() % len(ids)  # processes start on different companies
+    got = []
+    for i in range(count):
+        pk = ids[(i + offset) % len(ids)]
+        got.append(pk * SCOPE_FACTOR + CompanyOrder.objects.create(company_id=pk).number)
+    return got
+
+
+def scope_gapless(companies: str, count: int) -> list[int]:
+    """Gapless CompanyReceipts for the companies in turn, every fourth rolled back; writes the committed ones."""
+    from django.db import transaction
+
+    from tests.testapp.models import CompanyReceipt
+
+    class Rollback(Exception):
+        pass
+
+    ids = [int(pk) for pk in companies.split(",")]
+    offset = os.getpid() % len(ids)
+    got: list[int] = []
+    attempt = 0
+    while len(got) < count:
+        attempt += 1
+        pk = ids[(attempt + offset) % len(ids)]
+        try:
+            with transaction.atomic():
+                receipt = CompanyReceipt.objects.create(company_id=pk)
+                if attempt % 4 == 0:
+                    raise Rollback
+        except Rollback:
+            continue
+        got.append(pk * SCOPE_FACTOR + receipt.number)
+    return got
+
+
+SCOPE_FACTOR = 10**12
+
+
 def _encoded(text: str) -> int:
     """A text as an integer, one to one, for the integer-per-line result files."""
     return int.from_bytes(text.encode(), "big")
@@ -162,6 +205,8 @@ FLOW_MODES = {
     "flow-quarterly": flow_periodic("QuarterlyReport", "code"),
     "flow-shift": flow_periodic("ShiftTicket", "code"),
     "flow-fiscal": flow_fiscal,
+    "scope-save": scope_save,
+    "scope-gapless": scope_gapless,
 }
 
 

@@ -139,3 +139,62 @@ class ImportedOrder(models.Model):
     code = SequenceField("imported-code", format="IM{date:%Y%m%d}-{value:05d}", reset="daily", null=True)
     ref = SequenceField("imported-ref", format=payment_reference, null=True)
     currency = models.CharField(max_length=3, default="EUR")
+
+
+class Company(models.Model):
+    code = models.CharField(max_length=10)
+
+
+class CompanyInvoice(models.Model):
+    """Numbered per company and year: every company's invoices count from min_value each year."""
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    number = SequenceField(
+        "company-invoice",
+        scope=["company"],
+        format="INV-{instance.company.code}-{date:%Y}-{value:05d}",
+        reset="yearly",
+    )
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["company", "number"], name="company_invoice_number")]
+
+
+class ScopedTicket(models.Model):
+    """An integer counter per company and kind, created in bulk through SequenceManager."""
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    kind = models.CharField(max_length=10)
+    number = SequenceField("scoped-ticket", scope=["company", "kind"])
+
+    objects = SequenceManager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["company", "kind", "number"], name="scoped_ticket_number")]
+
+
+class CompanyOrder(models.Model):
+    """An integer number per company from cached ranges: what the concurrency test saves from many processes."""
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    number = SequenceField("company-order", scope="company")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["company", "number"], name="company_order_number")]
+
+
+class CompanyReceipt(models.Model):
+    """Gapless per company: each company's committed receipts run min_value, min_value + 1, ..."""
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    number = SequenceField("company-receipt", scope=["company"], gapless=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["company", "number"], name="company_receipt_number")]
+
+
+class LabelledItem(models.Model):
+    """Scoped by free text, which may be empty or too long for a row name."""
+
+    owner = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - None: the empty scope refused
+    number = SequenceField("labelled-item", scope=["owner"])

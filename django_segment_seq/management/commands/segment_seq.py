@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from argparse import ArgumentParser
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,8 @@ from django_segment_seq.models import Sequence
 from django_segment_seq.parsing import UnparseableFormat
 from django_segment_seq.ranges import BIGINT_MAX
 from django_segment_seq.routing import sequence_database
+from django_segment_seq.scopes import scope_of
+from django_segment_seq.scopes import shown as shown_scope
 from django_segment_seq.snowflake import listing as lease_listing
 from django_segment_seq.snowflake.leases import lease_database, worker_leases
 from django_segment_seq.sync import sync_sequence
@@ -40,7 +43,9 @@ class Command(BaseCommand):
             dest="subcommand", required=True, metavar="{list,show,set,sync,backfill,leases}"
         )
 
-        listing = commands.add_parser("list", help="Every sequence with its per-period rows, and the numbers left.")
+        listing = commands.add_parser(
+            "list", help="Every sequence with its per-scope and per-period rows, and the numbers left."
+        )
         listing.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
 
         show = commands.add_parser("show", help="One sequence, its periods and this process's figures.")
@@ -123,10 +128,12 @@ class Command(BaseCommand):
             ("modified", row.modified.isoformat(timespec="seconds")),
         ]
         if row.base_name is not None:
-            details[0:0] = [("sequence", row.base_name), ("period", row.period)]
+            scope = [("scope", shown_scope(_scope(row)))] if _scope(row) else []
+            details[0:0] = [("sequence", row.base_name), *scope, ("period", row.period or "")]
         self._print_table([(f"  {label}", str(value)) for label, value in details])
         if periods:
-            self.stdout.write("Periods, newest first:")
+            scoped = any(_scope(period) for period in periods)
+            self.stdout.write("Scopes, each with its periods newest first:" if scoped else "Periods, newest first:")
             self._print_table([_row_cells(period, indent="  ") for period in periods])
         if not figures:
             self.stdout.write("This process: no numbers taken from it.")
@@ -170,7 +177,9 @@ class Command(BaseCommand):
             "Each process applies this at its next range fetch; numbers it has cached are still handed out."
         )
         if row.base_name is None and Sequence._base_manager.using(alias).filter(base_name=name).exists():
-            self.stdout.write("Periods created from now on take these settings; existing period rows keep their own.")
+            self.stdout.write(
+                "Periods and scopes created from now on take these settings; their existing rows keep their own."
+            )
 
     # sync, backfill
 
@@ -283,7 +292,18 @@ def _resolve(label: str) -> tuple[type[models.Model], str]:
 
 
 def _newest_first(rows: Any) -> list[Sequence]:
-    return sorted(rows, key=lambda row: (row.period or "", row.name), reverse=True)
+    """Derived rows scope by scope (company=9 before company=10), each scope's periods newest first."""
+    ordered = sorted(rows, key=lambda row: (row.period or "", row.name), reverse=True)
+    return sorted(ordered, key=lambda row: _natural(_scope(row) or ""))
+
+
+def _scope(row: Sequence) -> str | None:
+    return scope_of(row.name, row.base_name, row.period)
+
+
+def _natural(text: str) -> tuple[Any, ...]:
+    """A sort key that orders the numbers in a text by value."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
 
 
 def _left(row: Sequence) -> int | str:
@@ -311,6 +331,7 @@ def _row_dict(row: Sequence) -> dict[str, Any]:
     return {
         "name": row.name,
         "base_name": row.base_name,
+        "scope": _scope(row),
         "period": row.period,
         "value": row.value,
         "step": row.step,

@@ -1,0 +1,163 @@
+"""Scopes: a counter per tenant (company, project, ...), each a Sequence row named after the instance's scope values.
+
+A scoped field's rows are derived from its base row like period rows: `base_name` is the sequence,
+`period` the period (None without reset), and the name carries the scope:
+
+    invoice@company=42            scope=["company"], no reset
+    invoice@company=42/2026       scope=["company"], reset="yearly"
+    ticket@company=42,kind=bug    scope=["company", "kind"]
+
+Values are written so that two different values never give names a case- or accent-insensitive
+collation (MariaDB's and MySQL's defaults) takes for one: lowercase ASCII letters, digits and `-_.~`
+stay as they are, everything else is percent-encoded (UTF-8, uppercase hex digits).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
+
+from django.core.exceptions import ValidationError
+from django.db.models import CharField, Q, Value
+from django.db.models.functions import Concat
+
+from .exceptions import SequenceScopeError
+from .formatting import period_row_name
+
+if TYPE_CHECKING:
+    from django.db import models
+
+SCOPE_MARK = "@"
+PAIR_SEPARATOR = ","
+PERIOD_SEPARATOR = "/"
+_KEPT = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.~")
+
+
+def scope_names(scope: Any) -> tuple[str, ...]:
+    """The `scope` option as field names: None is no scope, a string is one field."""
+    if scope is None:
+        return ()
+    if isinstance(scope, str):
+        return (scope,)
+    return tuple(scope)
+
+
+def encode_text(text: str) -> str:
+    """`text` in the characters a row name keeps under any collation; percent-encoding for the rest."""
+    return "".join(char if char in _KEPT else "".join(f"%{byte:02X}" for byte in char.encode()) for char in text)
+
+
+def value_text(sequence_name: str, field: models.Field[Any, Any], value: Any) -> str:
+    """The encoded text of one scope value; SequenceScopeError for a value that has no stable text."""
+    if value is None:
+        raise SequenceScopeError(
+            sequence_name,
+            f"scope field {field.name!r} is empty, and an empty scope has no counter of its own. "
+            "Set it before saving, or make the field required.",
+        )
+    try:
+        value = field.to_python(value)  # "42" typed into a form and 42 count in one scope
+    except ValidationError as exc:
+        raise SequenceScopeError(
+            sequence_name, f"scope field {field.name!r} holds {value!r}: {' '.join(exc.messages)}"
+        ) from None
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int):
+        return str(value)  # digits and "-" only: nothing to encode
+    elif isinstance(value, (str, uuid.UUID)):
+        text = str(value)
+    elif isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
+        text = value.isoformat()
+    else:
+        raise SequenceScopeError(
+            sequence_name,
+            f"scope field {field.name!r} holds a {type(value).__name__} ({value!r}), which has no single text "
+            "to name a counter by. Scope by an integer, text, UUID or date field (a foreign key counts by its id).",
+        )
+    return encode_text(text)
+
+
+def scope_key(field: Any, instance: models.Model) -> str | None:
+    """The scope part of the row name for `instance` ("company=42,kind=bug"); None for an unscoped field."""
+    if not field.scope:
+        return None
+    pairs = []
+    for scope_field in _scope_fields(field):
+        value = getattr(instance, scope_field.attname)
+        pairs.append(f"{scope_field.name}={value_text(field.sequence_name, scope_field, value)}")
+    return PAIR_SEPARATOR.join(pairs)
+
+
+def _scope_fields(field: Any) -> list[Any]:
+    """The model fields a field is scoped by, looked up once per field."""
+    key = (field.model, field.scope)
+    cached: tuple[Any, list[Any]] | None = getattr(field, "_scope_fields", None)
+    if cached is None or cached[0] != key:  # a copy made for a subclass has a model of its own
+        cached = (key, [field.model._meta.get_field(name) for name in scope_names(field.scope)])
+        field._scope_fields = cached
+    return cached[1]
+
+
+def row_name(sequence_name: str, scope: str | None, period: str | None) -> str:
+    """The row counting `scope` in `period`; SequenceScopeError rather than a name cut to fit the column."""
+    from .models import NAME_MAX_LENGTH
+
+    if scope is None:
+        return period_row_name(sequence_name, period)
+    name = f"{sequence_name}{SCOPE_MARK}{scope}"
+    if period is not None:
+        name += f"{PERIOD_SEPARATOR}{period}"
+    if len(name) > NAME_MAX_LENGTH:
+        raise SequenceScopeError(
+            sequence_name,
+            f"the row of scope {shown(scope)!r}"
+            + (f", period {period}," if period is not None else "")
+            + f" would be named {name[:40]!r}… ({len(name)} characters), over the {NAME_MAX_LENGTH} characters "
+            "of Sequence.name. Shorten the sequence name, or scope by a shorter field (a foreign key's id).",
+        )
+    return name
+
+
+def scope_of(name: str, base_name: str | None, period: str | None) -> str | None:
+    """The encoded scope of a stored row, read back from its name; None for a base or a plain period row."""
+    if base_name is None or not name.startswith(base_name + SCOPE_MARK):
+        return None
+    rest = name[len(base_name) + 1 :]
+    if period is None:
+        return rest
+    if rest == period or not rest.endswith(PERIOD_SEPARATOR + period):
+        return None
+    return rest[: -(len(period) + 1)]
+
+
+def scoped_rows() -> Q:
+    """The per-scope rows of any sequence: derived rows not named '<base>@<period>' as plain period rows are."""
+    plain_period = Concat("base_name", Value(SCOPE_MARK), "period", output_field=CharField())
+    return Q(base_name__isnull=False) & (Q(period__isnull=True) | ~Q(name=plain_period))
+
+
+def shown(scope: str | None) -> str:
+    """A scope as people read it: "company=42, kind=Bug"."""
+    if not scope:
+        return ""
+    return ", ".join(unquote(pair) for pair in scope.split(PAIR_SEPARATOR))
+
+
+def bulk_groups(field: Any, objs: list[models.Model]) -> Iterable[tuple[str, list[models.Model]]]:
+    """`objs` grouped by the row each takes its number from, those rows created, for one allocation per scope."""
+    if not scope_names(getattr(field, "scope", None)):
+        return [(field.sequence_name, objs)]
+    from .periods import ensure_row
+    from .routing import sequence_database
+
+    groups: dict[str, list[models.Model]] = {}
+    for obj in objs:
+        groups.setdefault(row_name(field.sequence_name, scope_key(field, obj), None), []).append(obj)
+    alias = sequence_database()
+    for name in groups:
+        ensure_row(alias, name, base_name=field.sequence_name, period=None, cap=None)
+    return list(groups.items())
