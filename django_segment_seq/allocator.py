@@ -81,6 +81,8 @@ class Allocation:
     round_trips: int = 0
     # Taken inside the caller's transaction: it stands or falls with that transaction.
     provisional: bool = False
+    # The row's version right after this block's compare-and-set: a give-back must find it unchanged.
+    version: int | None = None
 
 
 def allocate(
@@ -223,6 +225,7 @@ def _in_caller_transaction(
         raise
     transaction.savepoint_commit(sid, using=alias)
     result.block, result.step, result.provisional = block, row.step, True
+    result.version = row.version + 1
     return result
 
 
@@ -273,7 +276,7 @@ def _compare_and_set(
             f"the connection to database {alias!r} left the allocation uncommitted: its session does not "
             "run in autocommit (check OPTIONS such as init_command, and the server's autocommit default)",
         )
-    result.block, result.step = block, row.step
+    result.block, result.step, result.version = block, row.step, row.version + 1
 
 
 @contextmanager

@@ -23,6 +23,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "ADAPTIVE_STEP": (bool,),
     "MAX_STEP": (int,),
     "STEP_TARGET_SECONDS": (int, float),
+    "GIVE_BACK_UNUSED": (bool,),
     "SNOWFLAKE_EPOCH_MS": (int,),
     "SNOWFLAKE_LEASE_SECONDS": (int, float),
     "SNOWFLAKE_CLOCK_TOLERANCE": (int, float),

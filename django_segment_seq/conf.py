@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "MAX_STEP": 1_000_000,
     # The adaptive step aims at ranges that last about this many seconds.
     "STEP_TARGET_SECONDS": 60.0,
+    # At a clean exit (and in close_connections()), give the unused rest of each cached range back to
+    # its row when no other process allocated since, so a restart continues without a gap.
+    "GIVE_BACK_UNUSED": True,
     # Snowflake ids count time from this instant, in Unix milliseconds (default 2026-01-01T00:00:00Z).
     "SNOWFLAKE_EPOCH_MS": 1_767_225_600_000,
     # A worker id's lease not renewed for this many seconds is free for another process.

@@ -109,3 +109,8 @@ if os.environ.get("SEGMENT_SEQ_TEST_SETTINGS"):
     import json
 
     SEGMENT_SEQ.update(json.loads(os.environ["SEGMENT_SEQ_TEST_SETTINGS"]))
+if BACKEND == "sqlite" and os.environ.get("SEGMENT_SEQ_TEST_SEQUENCES_DB_NAME"):
+    # A worker process keeping the Sequence table in the test's second file (SequenceRouter), as prefetch on SQLite needs.
+    DATABASES["sequences"]["NAME"] = os.environ["SEGMENT_SEQ_TEST_SEQUENCES_DB_NAME"]
+    DATABASE_ROUTERS = ["django_segment_seq.routers.SequenceRouter"]
+    SEGMENT_SEQ["DATABASE"] = "sequences"
