@@ -17,10 +17,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import connections
+from django.db import InterfaceError, OperationalError, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from . import sqlite
+from .callers import can_carry_allocation, committed
 from .ranges import Unused
 from .statements import SQLITE_BUSY_TIMEOUT, sqlite_set_busy_timeout, statements_for
 
@@ -63,30 +65,50 @@ def give_back(*, exiting: bool = False) -> int:
 
 
 def _give_back_on(alias: str, named: list[tuple[str, Unused]], wait: float, deadline: float) -> int:
-    """One alias's give-backs on a private connection; the first database error ends them (the rest stay gaps)."""
+    """One alias's give-backs: on the caller's own connection when it is open in autocommit, else a private one.
+
+    The first database error ends them (the rest stay gaps); a broken own connection hands over to a private one.
+    """
     from .dbconn import pool
 
-    given = 0
     try:
-        if sqlite.holds_write_lock(connections[alias]):
+        caller = connections[alias]
+        if sqlite.holds_write_lock(caller):
             # This thread's own transaction holds the file's write lock: a private connection would wait in vain.
             return 0
-        with pool.borrow(alias) as connection, connection.cursor() as cursor:
-            sql = statements_for(connection, wait)
-            with _bounded_busy_wait(cursor, connection.vendor, wait):
-                for name, run in named:
-                    if time.monotonic() >= deadline:
-                        logger.info("Sequence %r: no time left to give numbers %d+ back.", name, run.first)
-                        continue
-                    now = connection.ops.adapt_datetimefield_value(timezone.now())
-                    cursor.execute(sql.give_back, [run.first - 1, now, name, run.value, run.version])
-                    if cursor.rowcount == 1:
-                        given += run.value - run.first + 1
-                        logger.debug("Sequence %r: gave numbers %d to %d back.", name, run.first, run.value)
-                    else:
-                        logger.debug("Sequence %r: moved since; numbers %d+ stay a gap.", name, run.first)
+        if caller.connection is not None and can_carry_allocation(caller):
+            try:
+                return _send(caller, named, wait, deadline)
+            except (OperationalError, InterfaceError):
+                pass  # a session gone (at exit, or a restarted server): what moved already will not move twice
+        with pool.borrow(alias) as connection:
+            return _send(connection, named, wait, deadline)
     except Exception:
         logger.warning("Giving unused sequence numbers back on %r failed; they stay a gap.", alias, exc_info=True)
+        return 0
+
+
+def _send(connection: BaseDatabaseWrapper, named: list[tuple[str, Unused]], wait: float, deadline: float) -> int:
+    given = 0
+    sql = statements_for(connection, wait)
+    with connection.cursor() as cursor, _bounded_busy_wait(cursor, connection.vendor, wait):
+        for name, run in named:
+            if time.monotonic() >= deadline:
+                logger.info("Sequence %r: no time left to give numbers %d+ back.", name, run.first)
+                continue
+            now = connection.ops.adapt_datetimefield_value(timezone.now())
+            cursor.execute(sql.give_back, [run.first - 1, now, name, run.value, run.version])
+            moved = cursor.rowcount == 1
+            if not committed(connection):
+                # Autocommit turned off on the session behind Django's back: never leave the row locked.
+                connection.connection.rollback()
+                logger.warning("Sequence %r: the give-back could not commit on %r.", name, connection.alias)
+                return given
+            if moved:
+                given += run.value - run.first + 1
+                logger.debug("Sequence %r: gave numbers %d to %d back.", name, run.first, run.value)
+            else:
+                logger.debug("Sequence %r: moved since; numbers %d+ stay a gap.", name, run.first)
     return given
 
 

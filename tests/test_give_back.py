@@ -117,6 +117,20 @@ def test_a_restart_continues_where_a_clean_exit_stopped(give_back):
     assert Sequence.objects.get(name="s").value == (30 if give_back else 2000)
 
 
+@pytest.mark.parametrize("how", ["django-connection-closed", "autocommit-off"])
+def test_a_clean_exit_gives_back_on_a_private_connection(how):
+    """Without an open autocommit connection of Django's to carry it, the give-back goes through a private one."""
+    Sequence.objects.create(name="s", step=1000)
+    env = {"SEGMENT_SEQ_TEST_AUTOCOMMIT": "0"} if how == "autocommit-off" else {}
+    worker = Worker("s", **env)
+    got = worker.take(27)
+    if how == "django-connection-closed":
+        assert worker.order("close-django") == {"closed": True}
+    worker.exit()
+    got += take_in_process("s", 2, **env)
+    assert got == list(range(1, 30))
+
+
 @pytest.mark.parametrize("give_back", [True, False], ids=["on", "off"])
 def test_close_connections_gives_back_and_the_process_then_takes_a_fresh_block(give_back):
     """A process that skips interpreter cleanup (os._exit) gives back through close_connections(); numbers it
@@ -261,7 +275,7 @@ def test_a_prefetched_block_after_another_process_goes_back_alone():
     got += take_in_process("s", 2, **env)
     got += b.take(10)
     b.exit()
-    assert got[:31] == [1, 101] + list(range(2, 31))
+    assert got[:31] == [1, 101, *range(2, 31)]
     assert got[31:33] == [201, 202]  # A's prefetched 201..300 went back
     assert got[33:] == list(range(102, 112))  # B's block was never given away
     assert_unique(got)
