@@ -185,6 +185,18 @@ def test_interleaved_processes_give_back_only_what_nobody_took_since(give_back):
     assert_unique(got + c)
 
 
+def test_a_cycling_sequence_continues_across_the_wrap():
+    """cycle=True: the rest of the block before the top goes back, and the next process wraps where it would have."""
+    Sequence.objects.create(name="s", step=10, max_value=25, cycle=True)
+    first = take_in_process("s", 24)
+    second = take_in_process("s", 3)
+    third = take_in_process("s", 2)
+    assert first == list(range(1, 25))
+    assert second == [25, 1, 2]
+    assert third == [3, 4]
+    assert Sequence.objects.get(name="s").value == 4
+
+
 def test_random_interleavings_never_repeat():
     """Processes start, take across small blocks, give back through close_connections(), exit, get killed, in a
     random order: every number handed out is distinct, and give-backs really happened."""
