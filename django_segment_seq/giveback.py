@@ -80,7 +80,9 @@ def _give_back_on(alias: str, named: list[tuple[str, Unused]], wait: float, dead
             try:
                 return _send(caller, named, wait, deadline)
             except (OperationalError, InterfaceError):
-                pass  # a session gone (at exit, or a restarted server): what moved already will not move twice
+                if caller.is_usable():
+                    raise  # the row or the lock said no, not the session: a private one would wait again
+                # The session is gone (a restarted server): a private one tries; what moved will not move twice.
         with pool.borrow(alias) as connection:
             return _send(connection, named, wait, deadline)
     except Exception:

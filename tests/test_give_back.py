@@ -12,6 +12,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from django.test import override_settings
 from django_segment_seq import close_connections, next_value, wait_for_prefetch
 from django_segment_seq.models import Sequence
 from tests.conftest import ROOT, assert_unique, worker_env
-from tests.scenarios import run_scenario
+from tests.scenarios import run_scenario, start_holder
 
 ON_SQLITE = settings.BACKEND == "sqlite"
 # Prefetch needs, on SQLite, the Sequence table in a file of its own (see test_prefetch.py).
@@ -195,6 +196,27 @@ def test_a_cycling_sequence_continues_across_the_wrap():
     assert second == [25, 1, 2]
     assert third == [3, 4]
     assert Sequence.objects.get(name="s").value == 4
+
+
+def test_an_exit_never_waits_long_for_a_row_held_elsewhere():
+    """Another transaction holds the row (on SQLite, the file's write lock) at exit: the give-back waits at most
+    about LOCK_TIMEOUT, gives up, and the rest stays a gap."""
+    Sequence.objects.create(name="s", step=1000)
+    worker = Worker("s", **settings_env(LOCK_TIMEOUT=1.0))
+    assert worker.take(27) == list(range(1, 28))
+    if ON_SQLITE:
+        holder = start_holder("hold-sqlite-lock", connections["default"].settings_dict["NAME"], 30)
+    else:
+        holder = start_holder("hold-row", "s", 30)
+    try:
+        started = time.monotonic()
+        worker.exit()
+        took = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait(TIMEOUT)
+    assert took < 6, f"the exit took {took:.1f} s"
+    assert take_in_process("s", 1) == [1001]
 
 
 def test_random_interleavings_never_repeat():
