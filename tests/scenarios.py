@@ -340,8 +340,9 @@ def wal_read_then_write(rounds: str) -> dict[str, Any]:
 def interactive(name: str) -> None:
     """Takes orders from stdin, one a line, and answers each with one JSON line, for tests that interleave processes.
 
-    `take N`, `close` (close_connections()), `close-django` (Django's connections), `wait` (for a background fetch), `fork N` (a child takes N
-    numbers, prints them and exits normally), `exit` (a normal exit: atexit runs), `hard-exit` (os._exit).
+    `take N`, `close` (close_connections()), `close-django` (Django's connections), `wait` (for a
+    background fetch), `fork N` (a child takes N numbers, prints them and exits normally), `exit` (a
+    normal exit: atexit runs), `hard-exit` (os._exit).
     """
     from django_segment_seq import close_connections, next_value, sequence_stats, wait_for_prefetch
 
