@@ -84,6 +84,8 @@ class Allocation:
     provisional: bool = False
     # The row as read before the block was taken: its limits tell how much of the sequence is used (see events).
     row: Row | None = None
+    # The row's version right after this block's compare-and-set: a give-back must find it unchanged.
+    version: int | None = None
 
 
 def allocate(
@@ -227,6 +229,7 @@ def _in_caller_transaction(
     transaction.savepoint_commit(sid, using=alias)
     result.block, result.step, result.provisional = block, row.step, True
     result.row = row
+    result.version = row.version + 1
     return result
 
 
@@ -277,7 +280,7 @@ def _compare_and_set(
             f"the connection to database {alias!r} left the allocation uncommitted: its session does not "
             "run in autocommit (check OPTIONS such as init_command, and the server's autocommit default)",
         )
-    result.block, result.step = block, row.step
+    result.block, result.step, result.version = block, row.step, row.version + 1
     result.row = row
 
 

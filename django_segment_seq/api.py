@@ -5,6 +5,7 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 
 from .cache import SequenceStats, ranges
+from .giveback import give_back
 from .routing import fixed_alias, sequence_database
 
 _slot_named = ranges.by_name.get
@@ -80,9 +81,13 @@ def wait_for_prefetch(timeout: float | None = None) -> bool:
 
 
 def close_connections() -> None:
-    """Close the private connections ranges are allocated on, e.g. before a worker process exits; reopened on demand."""
+    """Give unused cached numbers back (see GIVE_BACK_UNUSED), then close the private connections; reopened on demand.
+
+    Call it before a worker process exits when its exit skips interpreter cleanup (os._exit).
+    """
     from .dbconn import pool
 
+    give_back()
     pool.close_all()
 
 

@@ -25,7 +25,7 @@ from . import events, sqlite
 from .allocator import Allocation, allocate
 from .conf import SETTING_NAME, app_settings
 from .prefetch import prefetcher
-from .ranges import Block
+from .ranges import Block, Unused, unused_run
 from .sizing import next_size
 from .txblocks import Held, TransactionMemory
 
@@ -77,10 +77,12 @@ class _Slot:
         "next",
         "on_sqlite",
         "pending",
+        "pending_version",
         "ready",
         "started",
         "stats",
         "trigger",
+        "version",
     )
 
     def __init__(self, alias: str, name: str, on_sqlite: bool) -> None:
@@ -96,6 +98,9 @@ class _Slot:
         self.trigger = 1
         self.started = 0.0
         self.pending: Block | None = None
+        # The row's version right after the current and the pending block were taken: what a give-back checks.
+        self.version: int | None = None
+        self.pending_version: int | None = None
         self.fetching = False
         self.hint = 0  # the adaptive size asked for last; 0 means the row's step
         self.completed: tuple[int, float] | None = None  # (size, seconds) of the latest range used up
@@ -139,6 +144,7 @@ class RangeCache:
             # The slots of the one alias next_value() uses without being told (see api), by name alone.
             self.by_name: dict[str, _Slot] = {}
         self._guard = threading.Lock()
+        self._pid = os.getpid()
         # Blocks taken inside callers' transactions, per caller connection and sequence.
         self._held = TransactionMemory()
 
@@ -203,6 +209,34 @@ class RangeCache:
         prefetcher.drain(timeout=30)
         self._reset()
 
+    def surrender(self, wait: float) -> list[tuple[str, str, Unused]]:
+        """Empty every cached range and prefetched block, returning what may be given back to each row.
+
+        Each slot is emptied under its lock, so no number of what is returned can be handed out
+        afterwards: the next take fetches a new block. A slot whose lock is not free within `wait`
+        seconds is left as it is. Nothing in a fork child: its parent's ranges were never its own.
+        """
+        if self._pid != os.getpid():
+            return []
+        runs = []
+        for (alias, name), slot in list(self._slots.items()):
+            if not slot.lock.acquire(timeout=wait):
+                continue
+            try:
+                current = Block(slot.first, slot.last)
+                run = unused_run(slot.next, current, slot.version, slot.pending, slot.pending_version)
+                slot.stats.handed_out += slot.next - slot.first
+                if slot.last >= slot.first:
+                    slot.stats.step = slot.last - slot.first + 1
+                # Empty as a new slot is: the next take fetches, and the adaptive step sees no range used up.
+                slot.first, slot.next, slot.last, slot.trigger = 1, 1, 0, 1
+                slot.pending = slot.version = slot.pending_version = None
+            finally:
+                slot.lock.release()
+            if run is not None:
+                runs.append((alias, name, run))
+        return runs
+
     def _add_slot(self, alias: str, name: str) -> _Slot:
         from .models import require_valid_name
 
@@ -225,7 +259,7 @@ class RangeCache:
             pending = slot.pending
             if pending is not None and pending.size >= count:
                 slot.pending = None
-                self._set_range(slot, pending, 0)
+                self._set_range(slot, pending, 0, slot.pending_version)
                 continue
             if slot.fetching:
                 # Wait for the background fetch, but never longer than a lock wait: past that it is stuck
@@ -270,7 +304,7 @@ class RangeCache:
         if allocation.provisional:
             return self._keep_provisional(slot, caller, allocation, wanted)
         if block.size > wanted or slot.next > slot.last:
-            self._set_range(slot, block, wanted)
+            self._set_range(slot, block, wanted, allocation.version)
             if slot.next >= slot.trigger:
                 self._start_prefetch(slot)
         else:
@@ -282,7 +316,7 @@ class RangeCache:
         block = allocation.block
         slot.stats.fetched_in_caller_transaction += 1
         slot.stats.handed_out += wanted
-        held = Held(block.first + wanted, block.last)
+        held = Held(block.first + wanted, block.last, allocation.version)
         self._held.keep(caller, slot.alias, slot.name, held, functools.partial(self._adopt, slot))
         return range(block.first, block.first + wanted)
 
@@ -306,11 +340,14 @@ class RangeCache:
             return  # cleared or forked since
         with slot.lock:
             if slot.next > slot.last and held.next <= held.last:
-                self._set_range(slot, Block(held.next, held.last), 0)
+                self._set_range(slot, Block(held.next, held.last), 0, held.version)
                 held.next = held.last + 1
 
-    def _set_range(self, slot: _Slot, block: Block, taken: int) -> None:
-        """Make `block` the current range (its first `taken` numbers already handed out); the old rest is a gap."""
+    def _set_range(self, slot: _Slot, block: Block, taken: int, version: int | None) -> None:
+        """Make `block` the current range (its first `taken` numbers already handed out); the old rest is a gap.
+
+        `version` is the row's version right after the block was taken (None: never to be given back).
+        """
         now = time.monotonic()
         if slot.last >= slot.first and slot.next > slot.last:
             slot.completed = (slot.last - slot.first + 1, now - slot.started)
@@ -318,6 +355,7 @@ class RangeCache:
         slot.first = block.first
         slot.next = block.first + taken
         slot.last = block.last
+        slot.version = version
         slot.started = now
         slot.trigger = slot.last + 1
         if self._prefetch_on(slot) and slot.pending is None and not slot.fetching:
@@ -355,6 +393,7 @@ class RangeCache:
             events.fetched(slot, allocation, background=True)
             if slot.pending is None:
                 slot.pending = allocation.block
+                slot.pending_version = allocation.version
             # else a caller fetched itself meanwhile: this block is a gap
             slot.ready.notify_all()
 

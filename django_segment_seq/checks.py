@@ -28,6 +28,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "METRICS": (bool,),
     "LOG_RETRIES_AT": (int, type(None)),
     "LOG_USED_SHARE_AT": (int, float, type(None)),
+    "GIVE_BACK_UNUSED": (bool,),
     "SNOWFLAKE_EPOCH_MS": (int,),
     "SNOWFLAKE_LEASE_SECONDS": (int, float),
     "SNOWFLAKE_CLOCK_TOLERANCE": (int, float),

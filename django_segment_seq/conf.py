@@ -45,6 +45,9 @@ DEFAULTS: dict[str, Any] = {
     # A sequence whose ranges pass this share (0.01-1.0) of its numbers, min_value to max_value, is logged once
     # per process and crossing; None: never.
     "LOG_USED_SHARE_AT": 0.8,
+    # At a clean exit (and in close_connections()), give the unused rest of each cached range back to
+    # its row when no other process allocated since, so a restart continues without a gap.
+    "GIVE_BACK_UNUSED": True,
     # Snowflake ids count time from this instant, in Unix milliseconds (default 2026-01-01T00:00:00Z).
     "SNOWFLAKE_EPOCH_MS": 1_767_225_600_000,
     # A worker id's lease not renewed for this many seconds is free for another process.

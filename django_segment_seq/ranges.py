@@ -72,3 +72,29 @@ def next_block(name: str, row: Row, wanted: int = 1, prefer: int = 0) -> Block:
             )
         first = row.min_value
     return Block(first, min(first + size - 1, row.max_value))
+
+
+class Unused(NamedTuple):
+    """Numbers [first, value] a process never handed out, ending the row's write that left it at (value, version)."""
+
+    first: int
+    value: int
+    version: int
+
+
+def unused_run(
+    next_number: int, current: Block, version: int | None, pending: Block | None, pending_version: int | None
+) -> Unused | None:
+    """What a process may give back: the unused rest of its current block and of a prefetched one, when safe.
+
+    Only numbers that end the row's latest write can go back, so a pending block goes back alone
+    unless it was the very next write after the current block (version + 1): then both go back
+    from the current block's first unused number, also when the pending block wrapped around.
+    """
+    current_left = version is not None and current.first <= next_number <= current.last
+    if pending is not None and pending_version is not None:
+        follows = current_left and version is not None and pending_version == version + 1
+        return Unused(next_number if follows else pending.first, pending.last, pending_version)
+    if current_left and version is not None:
+        return Unused(next_number, current.last, version)
+    return None

@@ -34,6 +34,20 @@ COMPARE_AND_SET = {
     "mysql": "SET STATEMENT innodb_lock_wait_timeout = {lock_wait} FOR " + _CAS_SET + "WHERE " + _CAS_WHERE,
     "sqlite": _CAS_SET + "WHERE " + _CAS_WHERE,
 }
+# A give-back at a clean exit: the same compare-and-set, moving the row back to just before the first
+# unused number only if it still stands where this process's last block left it (value and version).
+# A row another transaction holds is skipped (PostgreSQL) or waited for within the bound (MariaDB).
+GIVE_BACK = COMPARE_AND_SET
+
+# SQLite: the private connection's wait for the write lock, read and bounded around a give-back.
+SQLITE_BUSY_TIMEOUT = "PRAGMA busy_timeout"
+
+
+def sqlite_set_busy_timeout(milliseconds: int) -> str:
+    """PRAGMA takes no parameters: the bound is written into the statement, an int only."""
+    return f"PRAGMA busy_timeout = {int(milliseconds)}"
+
+
 # Inside the transaction that holds the row lock (gapless, or the caller's own transaction), a plain
 # conditional UPDATE: nobody else can move the row.
 COMPARE_AND_SET_LOCKED = _CAS_SET + "WHERE " + _CAS_WHERE
@@ -119,6 +133,7 @@ class Statements(NamedTuple):
     select_row_unless_locked: str
     compare_and_set: str
     compare_and_set_locked: str
+    give_back: str
     take_write_lock: str | None
     begin_write: str | None
     insert_if_missing: str
@@ -136,6 +151,7 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int)
         select_row_unless_locked=SELECT_ROW_UNLESS_LOCKED[vendor].format(**names),
         compare_and_set=COMPARE_AND_SET[vendor].format(**names),
         compare_and_set_locked=COMPARE_AND_SET_LOCKED.format(**names),
+        give_back=GIVE_BACK[vendor].format(**names),
         take_write_lock=TAKE_WRITE_LOCK.format(**names) if vendor == "sqlite" else None,
         begin_write=BEGIN_WRITE.get(vendor),
         insert_if_missing=(_INSERT + IF_MISSING[vendor]).format(**names),

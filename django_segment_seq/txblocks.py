@@ -23,11 +23,13 @@ def commit_hook_queued(connection: BaseDatabaseWrapper, callback: Callable[[], N
 class Held:
     """Numbers [next, last] of a block (possibly none left) taken inside one transaction, and its commit hook."""
 
-    __slots__ = ("committed", "hook", "last", "next")
+    __slots__ = ("committed", "hook", "last", "next", "version")
 
-    def __init__(self, first: int, last: int) -> None:
+    def __init__(self, first: int, last: int, version: int | None = None) -> None:
         self.next = first
         self.last = last
+        # The row's version right after the block was taken, for a give-back once it joined the cache.
+        self.version = version
         self.hook: Callable[[], None] | None = None
         self.committed = False
 

@@ -337,6 +337,51 @@ def wal_read_then_write(rounds: str) -> dict[str, Any]:
     return {"journal_mode": mode, "errors": errors, "numbers": numbers}
 
 
+@scenario
+def interactive(name: str) -> None:
+    """Takes orders from stdin, one a line, and answers each with one JSON line, for tests that interleave processes.
+
+    `take N`, `close` (close_connections()), `close-django` (Django's connections), `wait` (for a
+    background fetch), `fork N` (a child takes N numbers, prints them and exits normally), `exit` (a
+    normal exit: atexit runs), `hard-exit` (os._exit).
+    """
+    from django_segment_seq import close_connections, next_value, sequence_stats, wait_for_prefetch
+
+    def say(answer: dict[str, Any]) -> None:
+        print(json.dumps(answer), flush=True)
+
+    say({"ready": os.getpid()})
+    for line in sys.stdin:
+        order, *rest = line.split()
+        if order == "take":
+            say({"numbers": [next_value(name) for _ in range(int(rest[0]))]})
+        elif order == "close":
+            close_connections()
+            say({"closed": True})
+        elif order == "close-django":
+            from django.db import connections
+
+            connections.close_all()
+            say({"closed": True})
+        elif order == "wait":
+            wait_for_prefetch(30)
+            say({"background_fetches": sum(s.background_fetches for s in sequence_stats().values())})
+        elif order == "fork":
+            pid = os.fork()
+            if pid == 0:
+                say({"numbers": [next_value(name) for _ in range(int(rest[0]))]})
+                sys.exit(0)  # a normal exit: atexit handlers run in the child
+            _, status = os.waitpid(pid, 0)
+            say({"child_exit": os.waitstatus_to_exitcode(status)})
+        elif order == "exit":
+            say({"exiting": True})
+            sys.exit(0)
+        elif order == "hard-exit":
+            os._exit(0)
+        else:
+            raise SystemExit(f"unknown order {order!r}")
+
+
 def main(name: str, *args: str) -> None:
     import django
 

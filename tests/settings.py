@@ -112,3 +112,9 @@ if os.environ.get("SEGMENT_SEQ_TEST_SETTINGS"):
 
 # Superusers are created for many admin tests: PBKDF2's deliberate cost is wasted time here.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+if BACKEND == "sqlite" and os.environ.get("SEGMENT_SEQ_TEST_SEQUENCES_DB_NAME"):
+    # A worker keeping the Sequence table in the test's second file (SequenceRouter), as prefetch on SQLite needs.
+    DATABASES["sequences"]["NAME"] = os.environ["SEGMENT_SEQ_TEST_SEQUENCES_DB_NAME"]
+    DATABASE_ROUTERS = ["django_segment_seq.routers.SequenceRouter"]
+    SEGMENT_SEQ["DATABASE"] = "sequences"

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from django_segment_seq.exceptions import SequenceExhausted, SequenceMisconfigured
-from django_segment_seq.ranges import BIGINT_MAX, Block, Row, next_block
+from django_segment_seq.ranges import BIGINT_MAX, Block, Row, Unused, next_block, unused_run
 
 
 def row(value=0, step=10, min_value=1, max_value=100, cycle=False):
@@ -148,3 +148,58 @@ def test_blocks_near_the_top_of_bigint_never_overflow(step, below_top, wanted):
         assert "'s'" in str(exc)
         return
     assert block.last <= BIGINT_MAX and block.size >= wanted
+
+
+# Give-back at a clean exit: what may go back, and a model of processes that never repeats a number.
+
+
+def test_unused_rest_of_the_current_block_goes_back():
+    assert unused_run(28, Block(1, 1000), 1, None, None) == Unused(28, 1000, 1)
+    assert unused_run(1001, Block(1, 1000), 1, None, None) is None  # all used
+    assert unused_run(1, Block(1, 0), None, None, None) is None  # nothing cached
+
+
+def test_a_pending_block_right_after_the_current_one_goes_back_with_it():
+    assert unused_run(28, Block(1, 100), 1, Block(101, 200), 2) == Unused(28, 200, 2)
+    # Wrapped around (cycle): still the very next write, so both go back.
+    assert unused_run(95, Block(91, 100), 7, Block(1, 10), 8) == Unused(95, 10, 8)
+
+
+def test_a_pending_block_after_another_process_goes_back_alone():
+    assert unused_run(28, Block(1, 100), 1, Block(201, 300), 3) == Unused(201, 300, 3)
+    assert unused_run(101, Block(1, 100), 1, Block(101, 200), 2) == Unused(101, 200, 2)  # current used up
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.sampled_from("tpe"), st.integers(1, 25)), max_size=80))
+def test_processes_giving_back_never_repeat_a_number(actions):
+    """Three processes take numbers, prefetch and exit in any order; give-backs follow unused_run."""
+    value, version = 0, 0
+    handed: list[int] = []
+    procs = [{"cur": Block(1, 0), "ver": None, "next": 1, "pend": None, "pver": None} for _ in range(3)]
+
+    def allocate() -> tuple[Block, int]:
+        nonlocal value, version
+        block = next_block("s", Row(value, 10, 1, BIGINT_MAX, False, version))
+        value, version = block.last, version + 1
+        return block, version
+
+    for who, what, count in actions:
+        p = procs[who]
+        if what == "t":
+            for _ in range(count):
+                if p["next"] > p["cur"].last:
+                    if p["pend"] is not None:
+                        p["cur"], p["ver"], p["pend"], p["pver"] = p["pend"], p["pver"], None, None
+                    else:
+                        p["cur"], p["ver"] = allocate()
+                    p["next"] = p["cur"].first
+                handed.append(p["next"])
+                p["next"] += 1
+        elif what == "p" and p["pend"] is None:
+            p["pend"], p["pver"] = allocate()
+        elif what == "e":
+            run = unused_run(p["next"], p["cur"], p["ver"], p["pend"], p["pver"])
+            if run is not None and (value, version) == (run.value, run.version):
+                value, version = run.first - 1, version + 1
+            p.update(cur=Block(1, 0), ver=None, next=1, pend=None, pver=None)
+    assert len(handed) == len(set(handed))
