@@ -45,7 +45,8 @@ CELLS = [
     Cell(django="5.2", python="3.11", suite="core"),
 ]
 
-# Left out of the core suite: the slow files that start many processes, kill them or restart servers.
+# Left out of the core suite: the slow files that start many processes, kill them or restart servers,
+# and elsewhere every test that starts worker processes through a fixture (the "processes" mark).
 NOT_CORE = [
     "tests/test_stress.py",
     "tests/test_faults.py",
@@ -60,6 +61,7 @@ NOT_CORE = [
     "tests/test_testing.py",
     "tests/test_caller_row_locks.py",
     "tests/test_bounded_waits.py",
+    "tests/test_give_back.py",
 ]
 
 
@@ -91,7 +93,7 @@ def tests(session: nox.Session, cell: Cell) -> None:
     session.install("-e", ".[test,benchmark]", django_requirement(cell.django))  # benchmark: its smoke test
     args = list(session.posargs)
     if cell.suite == "core":
-        args = [f"--ignore={path}" for path in NOT_CORE] + args
+        args = [f"--ignore={path}" for path in NOT_CORE] + ["-m", "not processes"] + args
     env = {"SEGMENT_SEQ_CELL": cell.id}
     # Coverage and its floor only for a whole run: a run of some files or backends would fall below it.
     if not (cell.coverage and not session.posargs and "SEGMENT_SEQ_BACKENDS" not in os.environ):

@@ -22,6 +22,17 @@ ROOT = Path(__file__).resolve().parent.parent
 collect_ignore = ["userproject", "userproject_testing"]
 
 
+# Tests that start worker processes through these fixtures carry the "processes" mark; the matrix's
+# core cells leave them out with -m "not processes" (noxfile.py).
+PROCESS_FIXTURES = {"run_workers", "stress_workers", "user_project"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.processes)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     db = settings.DATABASES["default"]
     return f"django-segment-seq backend: {settings.BACKEND} ({db['ENGINE']})"
