@@ -42,7 +42,7 @@ class Cell:
 CELLS = [
     Cell(django="6.1", python="3.13", suite="full"),
     Cell(django="6.0", python="3.12", suite="core"),
-    Cell(django="5.2", python="3.11", suite="core"),
+    Cell(django="5.2", python="3.11", suite="core", coverage=True),
 ]
 
 # Left out of the core suite: the slow files that start many processes, kill them or restart servers,

@@ -181,15 +181,40 @@ def nox(*args: str, env: dict[str, str] | None = None) -> int:
     return subprocess.call([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args], cwd=ROOT, env=env)
 
 
-def run_one_cell(name: str, pytest_args: list[str]) -> tuple[int, dict[str, dict[str, int]]]:
-    """A cell's exit code and its counts per backend (none if no backend ran)."""
-    report = Path(tempfile.mkdtemp()) / "counts.json"
+def cell_jobs() -> int:
+    """How many cells run at once: SEGMENT_SEQ_CELL_JOBS, else all of them.
+
+    The whole suite is busy starting processes; the core cells mostly wait on their databases, so they
+    run beside it at little cost to it.
+    """
+    return max(1, int(os.environ.get("SEGMENT_SEQ_CELL_JOBS", "0") or 0) or 99)
+
+
+def run_one_cell(name: str, pytest_args: list[str], side_by_side: bool) -> tuple[int, dict[str, dict[str, int]]]:
+    """A cell's exit code and its counts per backend (none if no backend ran).
+
+    Side by side with other cells, its output goes to a file, printed whole when it ends.
+    """
+    scratch = Path(tempfile.mkdtemp())
+    report = scratch / "counts.json"
     env = dict(os.environ, SEGMENT_SEQ_COUNTS=str(report))
     if name == "venv":
         env["SEGMENT_SEQ_CELL"] = name
-        code = subprocess.call([sys.executable, __file__, *pytest_args], cwd=ROOT, env=env)
+        command = [sys.executable, __file__, *pytest_args]
     else:
-        code = nox("-s", f"tests({name})", "--", *pytest_args, env=env)
+        command = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-s", f"tests({name})", "--"]
+        command += pytest_args
+    started = time.monotonic()
+    if not side_by_side:
+        code = subprocess.call(command, cwd=ROOT, env=env)
+    else:
+        log = scratch / "cell.log"
+        with log.open("w") as output:
+            code = subprocess.call(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+        with PRINTING:
+            print(f"==> cell {name} ({time.monotonic() - started:.0f} s)", flush=True)
+            sys.stdout.write(log.read_text())
+            sys.stdout.flush()
     return code, json.loads(report.read_text()) if report.exists() else {}
 
 
@@ -209,9 +234,14 @@ def run_matrix(pytest_args: list[str]) -> int:
         print(f"==> {step}", flush=True)
         code = nox("-s", step)
         rows.append((step, {"failed": int(code != 0)}, "passed" if code == 0 else "FAILED"))  # a step counts once
-    for name in picked or list(known):
-        print(f"==> cell {name}" + (f" ({known[name].suite} suite)" if name in known else ""), flush=True)
-        code, backends = run_one_cell(name, pytest_args)
+    names = picked or list(known)
+    jobs = min(cell_jobs(), len(names))
+    for name in names:
+        print(f"==> cell {name}" + (f" ({known[name].suite} suite)" if name in known else "") + " started", flush=True)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        runs = {name: pool.submit(run_one_cell, name, pytest_args, jobs > 1) for name in names}
+    for name in names:
+        code, backends = runs[name].result()
         for backend, counts in backends.items():
             rows.append((f"{name} {backend}", counts, counts_text(counts)))
         if not backends:

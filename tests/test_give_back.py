@@ -227,7 +227,7 @@ def test_random_interleavings_never_repeat():
     workers: list[Worker] = []
     got: list[int] = []
     exits = 0
-    for _ in range(40):
+    for _ in range(24):
         action = rnd.random()
         if not workers or (len(workers) < 3 and action < 0.2):
             workers.append(Worker("s"))
