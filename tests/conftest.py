@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 collect_ignore = ["userproject", "userproject_testing"]
 
 
-# Tests that start worker processes through these fixtures carry the "processes" mark; the matrix's
-# core cells leave them out with -m "not processes" (noxfile.py).
-PROCESS_FIXTURES = {"run_workers", "stress_workers", "user_project"}
+# Tests that start worker processes through these fixtures carry the "processes" mark (others are
+# marked where they are written); the matrix's core cells leave them out with -m "not processes".
+PROCESS_FIXTURES = {"run_workers", "stress_workers", "user_project", "workers"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

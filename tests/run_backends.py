@@ -184,16 +184,19 @@ def nox(*args: str, env: dict[str, str] | None = None) -> int:
 def cell_jobs() -> int:
     """How many cells run at once: SEGMENT_SEQ_CELL_JOBS, else all of them.
 
-    The whole suite is busy starting processes; the core cells mostly wait on their databases, so they
-    run beside it at little cost to it.
+    The whole suite is busy starting processes; the core cells run beside it at a low CPU priority,
+    on what it leaves idle (it waits on its databases and worker processes too).
     """
     return max(1, int(os.environ.get("SEGMENT_SEQ_CELL_JOBS", "0") or 0) or 99)
 
 
-def run_one_cell(name: str, pytest_args: list[str], side_by_side: bool) -> tuple[int, dict[str, dict[str, int]]]:
+def run_one_cell(
+    name: str, pytest_args: list[str], side_by_side: bool, yielding: bool = False
+) -> tuple[int, dict[str, dict[str, int]]]:
     """A cell's exit code and its counts per backend (none if no backend ran).
 
-    Side by side with other cells, its output goes to a file, printed whole when it ends.
+    Side by side with other cells, its output goes to a file, printed whole when it ends. A yielding
+    cell runs at a low CPU priority (nice), so it takes only what the others leave idle.
     """
     scratch = Path(tempfile.mkdtemp())
     report = scratch / "counts.json"
@@ -204,6 +207,8 @@ def run_one_cell(name: str, pytest_args: list[str], side_by_side: bool) -> tuple
     else:
         command = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-s", f"tests({name})", "--"]
         command += pytest_args
+    if yielding:
+        command = ["nice", "-n", "15", *command]
     started = time.monotonic()
     if not side_by_side:
         code = subprocess.call(command, cwd=ROOT, env=env)
@@ -239,7 +244,18 @@ def run_matrix(pytest_args: list[str]) -> int:
     for name in names:
         print(f"==> cell {name}" + (f" ({known[name].suite} suite)" if name in known else "") + " started", flush=True)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        runs = {name: pool.submit(run_one_cell, name, pytest_args, jobs > 1) for name in names}
+        # The whole suite is the longest; core cells beside it use the CPU time it leaves idle.
+        full = any(known[name].suite == "full" for name in names if name in known)
+        runs = {
+            name: pool.submit(
+                run_one_cell,
+                name,
+                pytest_args,
+                jobs > 1,
+                jobs > 1 and full and name in known and known[name].suite == "core",
+            )
+            for name in names
+        }
     for name in names:
         code, backends = runs[name].result()
         for backend, counts in backends.items():

@@ -28,6 +28,7 @@ def admin_client(client):
     settings.BACKEND == "sqlite",
     reason="SQLite: the admin's transaction keeps its shared lock, so no other process commits before it ends",
 )
+@pytest.mark.processes
 def test_max_value_is_not_lowered_below_a_value_reached_while_the_admin_saves(admin_client, monkeypatch, tmp_path):
     """max_value 300 is valid against the value 20 the form was validated with; another process reaches 520 meanwhile.
 

@@ -29,6 +29,7 @@ def test_example_migrations_are_up_to_date(sqlite_url):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.processes
 def test_example_demo_reports_unique_numbers(sqlite_url):
     for run in (1, 2):
         result = manage("demo", "--processes", "3", "--orders", "8", database_url=sqlite_url)

@@ -175,6 +175,7 @@ def test_the_setting_subscribes_and_unsubscribes_the_export():
     assert value(scrape(), "segment_seq_ranges_fetched_total", "toggled") == 1
 
 
+@pytest.mark.processes
 def test_multiprocess_mode_adds_up_the_workers(tmp_path):
     """Two worker processes write their own files; MultiProcessCollector shows both processes' fetches."""
     Sequence.objects.using("default").create(name="mp", step=10, max_value=1000)

@@ -128,6 +128,7 @@ def test_no_background_fetch_on_a_shared_sqlite_file():
     assert got == list(range(1, 101))
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 @pytest.mark.parametrize("in_flight", [True, False])
 @override_settings(SEGMENT_SEQ=PREFETCH_ON)
@@ -180,6 +181,7 @@ def test_processes_with_prefetch_and_adaptive_step_get_distinct_numbers(run_work
     assert_unique(n for part in results for n in part)
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(ON_SQLITE, reason="no background fetch on the workers' shared SQLite file")
 def test_exit_with_a_prefetch_in_flight_is_clean(transactional_db):
     """The prefetch thread never holds up interpreter exit, even in the middle of a fetch."""

@@ -16,6 +16,7 @@ pytestmark = [
 ]
 
 
+@pytest.mark.processes
 def test_private_connections_are_closed_after_connection_max_idle():
     """After taking numbers (prefetch on) and idling past CONNECTION_MAX_IDLE, only Django's own session is left."""
     Sequence.objects.create(name="s", step=5)
@@ -31,6 +32,7 @@ def test_private_connections_are_closed_after_connection_max_idle():
     assert_unique(result["numbers"], 80)
 
 
+@pytest.mark.processes
 def test_no_second_session_when_djangos_connection_is_in_autocommit():
     """Outside a transaction, in autocommit, Django's own connection commits a range on its own (prefetch off)."""
     Sequence.objects.create(name="s", step=5)
@@ -44,6 +46,7 @@ def test_no_second_session_when_djangos_connection_is_in_autocommit():
     settings.BACKEND != "mariadb",
     reason="MariaDB: mysqlclient sends COM_QUIT when a child's inherited connection is finalized at exit",
 )
+@pytest.mark.processes
 def test_fork_childs_normal_exit_leaves_the_parents_session_alone(tmp_path):
     """A child that exits normally must not end the session it inherited from its parent.
 

@@ -9,6 +9,7 @@ from tests.scenarios import run_scenario
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.processes
 def test_autocommit_off_processes_one_after_the_other_get_distinct_numbers():
     """With AUTOCOMMIT off a range must still be committed before its numbers are used.
 

@@ -42,6 +42,7 @@ def test_read_then_write_transactions_are_not_locked_out_by_prefetch():
     assert_unique(Order.objects.values_list("order_no", flat=True), 20)
 
 
+@pytest.mark.processes
 def test_fetch_inside_a_read_then_write_transaction_in_wal_mode():
     """In WAL mode a range committed by another connection after the caller's read makes the caller's snapshot stale.
 

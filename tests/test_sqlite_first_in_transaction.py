@@ -19,6 +19,7 @@ class Boom(Exception):
     pass
 
 
+@pytest.mark.processes
 def test_number_taken_while_another_process_writes_survives_the_callers_rollback():
     """The caller's transaction holds no lock yet: the range can be committed on its own once the other writer is done.
 
@@ -37,6 +38,7 @@ def test_number_taken_while_another_process_writes_survives_the_callers_rollback
     assert_unique([first, *again], 4)
 
 
+@pytest.mark.processes
 def test_check_warns_when_sqlite_transactions_take_the_write_lock_at_begin():
     """With transaction_mode IMMEDIATE on the file holding the Sequence table, no range can commit on its own.
 
