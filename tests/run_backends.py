@@ -133,19 +133,23 @@ def run_pytest(backend: str, pytest_args: list[str], coverage: bool, side_by_sid
     report = scratch / f"{backend}.xml"
     runner = ["coverage", "run", "-m", "pytest"] if coverage else ["pytest"]
     command = [sys.executable, "-m", *runner, f"--junitxml={report}", *pytest_args]
-    started = time.monotonic()
     if not side_by_side:
         print(f"==> tests on {backend}", flush=True)
         return subprocess.call(command, cwd=ROOT, env=env), report
     print(f"==> tests on {backend} started", flush=True)
-    log = scratch / f"{backend}.log"
+    return call_logged(command, env, scratch / f"{backend}.log", f"tests on {backend}"), report
+
+
+def call_logged(command: list[str], env: dict[str, str], log: Path, title: str) -> int:
+    """Run a command with its output in a file, then print that file whole under one heading."""
+    started = time.monotonic()
     with log.open("w") as output:
         code = subprocess.call(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
     with PRINTING:
-        print(f"==> tests on {backend} ({time.monotonic() - started:.0f} s)", flush=True)
+        print(f"==> {title} ({time.monotonic() - started:.0f} s)", flush=True)
         sys.stdout.write(log.read_text())
         sys.stdout.flush()
-    return code, report
+    return code
 
 
 def sum_counts(parts: Iterable[dict[str, int]]) -> dict[str, int]:
@@ -209,17 +213,10 @@ def run_one_cell(
         command += pytest_args
     if yielding:
         command = ["nice", "-n", "15", *command]
-    started = time.monotonic()
-    if not side_by_side:
-        code = subprocess.call(command, cwd=ROOT, env=env)
+    if side_by_side:
+        code = call_logged(command, env, scratch / "cell.log", f"cell {name}")
     else:
-        log = scratch / "cell.log"
-        with log.open("w") as output:
-            code = subprocess.call(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
-        with PRINTING:
-            print(f"==> cell {name} ({time.monotonic() - started:.0f} s)", flush=True)
-            sys.stdout.write(log.read_text())
-            sys.stdout.flush()
+        code = subprocess.call(command, cwd=ROOT, env=env)
     return code, json.loads(report.read_text()) if report.exists() else {}
 
 
