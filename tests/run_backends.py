@@ -186,12 +186,12 @@ def nox(*args: str, env: dict[str, str] | None = None) -> int:
 
 
 def cell_jobs() -> int:
-    """How many cells run at once: SEGMENT_SEQ_CELL_JOBS, else all of them.
+    """How many cells run at once: SEGMENT_SEQ_CELL_JOBS, else one.
 
-    The whole suite is busy starting processes; the core cells run beside it at a low CPU priority,
-    on what it leaves idle (it waits on its databases and worker processes too).
+    Side by side, the core cells (even at a low CPU priority) slow the whole suite more than they
+    save: they share its database servers, which do not yield.
     """
-    return max(1, int(os.environ.get("SEGMENT_SEQ_CELL_JOBS", "0") or 0) or 99)
+    return max(1, int(os.environ.get("SEGMENT_SEQ_CELL_JOBS", "1") or 1))
 
 
 def run_one_cell(

@@ -132,24 +132,19 @@ def test_a_clean_exit_gives_back_on_a_private_connection(how):
     assert got == list(range(1, 30))
 
 
-@pytest.mark.parametrize("give_back", [True, False], ids=["on", "off"])
-def test_close_connections_gives_back_and_the_process_then_takes_a_fresh_block(give_back):
+def test_close_connections_gives_back_and_the_process_then_takes_a_fresh_block():
     """A process that skips interpreter cleanup (os._exit) gives back through close_connections(); numbers it
     takes afterwards come from a new allocation, so nothing given back is handed out twice."""
     Sequence.objects.create(name="s", step=1000)
-    worker = Worker("s", **({} if give_back else OFF))
+    worker = Worker("s")
     before = worker.take(27)
     assert worker.order("close") == {"closed": True}
     after = worker.take(2)
     worker.hard_exit()
-    restarted = take_in_process("s", 1, **({} if give_back else OFF))
+    restarted = take_in_process("s", 1)
     assert before == list(range(1, 28))
-    if give_back:
-        assert after == [28, 29]  # a fresh block from the row given back: 28..1027
-        assert restarted == [1028]  # the os._exit left 30..1027 a gap
-    else:
-        assert after == [28, 29]  # the cached range stays
-        assert restarted == [1001]
+    assert after == [28, 29]  # a fresh block from the row given back: 28..1027 (without: the cached range)
+    assert restarted == [1028]  # the os._exit left 30..1027 a gap (without a give-back: 1001)
     assert_unique(before + after + restarted)
 
 
@@ -170,19 +165,17 @@ def test_a_management_command_finishing_gives_back(give_back):
     assert take_in_process("s", 1, **({} if give_back else OFF)) == ([28] if give_back else [1001])
 
 
-@pytest.mark.parametrize("give_back", [True, False], ids=["on", "off"])
-def test_interleaved_processes_give_back_only_what_nobody_took_since(give_back):
+def test_interleaved_processes_give_back_only_what_nobody_took_since():
     """A takes, B takes, A exits (B allocated since: A's rest stays a gap), B exits (gives back), C continues."""
     Sequence.objects.create(name="s", step=1000)
-    env = {} if give_back else OFF
-    a, b = Worker("s", **env), Worker("s", **env)
+    a, b = Worker("s"), Worker("s")
     got = a.take(5) + b.take(5)
     a.exit()
     got += b.take(3)
     b.exit()
-    c = take_in_process("s", 3, **env)
+    c = take_in_process("s", 3)
     assert got == [1, 2, 3, 4, 5, 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008]
-    assert c == ([1009, 1010, 1011] if give_back else [2001, 2002, 2003])
+    assert c == [1009, 1010, 1011]  # without a give-back: 2001
     assert_unique(got + c)
 
 
