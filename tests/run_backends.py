@@ -216,6 +216,7 @@ def run_one_cell(
     if side_by_side:
         code = call_logged(command, env, scratch / "cell.log", f"cell {name}")
     else:
+        print(f"==> cell {name}", flush=True)
         code = subprocess.call(command, cwd=ROOT, env=env)
     return code, json.loads(report.read_text()) if report.exists() else {}
 
@@ -238,7 +239,7 @@ def run_matrix(pytest_args: list[str]) -> int:
         rows.append((step, {"failed": int(code != 0)}, "passed" if code == 0 else "FAILED"))  # a step counts once
     names = picked or list(known)
     jobs = min(cell_jobs(), len(names))
-    for name in names:
+    for name in names if jobs > 1 else []:
         print(f"==> cell {name}" + (f" ({known[name].suite} suite)" if name in known else "") + " started", flush=True)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         # The whole suite is the longest; core cells beside it use the CPU time it leaves idle.
