@@ -245,7 +245,7 @@ def _compare_and_set(
 ) -> None:
     sql = statements_for(connection, settings["LOCK_TIMEOUT"])
     try:
-        with connection.cursor() as cursor, _write_transaction(cursor, sql):
+        with connection.cursor() as cursor, write_transaction(cursor, sql):
             while True:
                 try:
                     row = _read_unless_locked(cursor, sql, name, result)
@@ -285,8 +285,9 @@ def _compare_and_set(
 
 
 @contextmanager
-def _write_transaction(cursor: Any, sql: Statements) -> Iterator[None]:
-    """SQLite: BEGIN IMMEDIATE ... COMMIT around an allocation on its own; elsewhere each statement commits."""
+def write_transaction(cursor: Any, sql: Statements) -> Iterator[None]:
+    """SQLite: BEGIN IMMEDIATE ... COMMIT around writes of their own (an allocation, an exit's give-backs, one
+    commit for them all); elsewhere each statement commits."""
     if sql.begin_write is None:
         yield
         return

@@ -17,14 +17,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connections
+from django.db import InterfaceError, OperationalError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from . import sqlite
+from .allocator import write_transaction
 from .callers import can_carry_allocation, committed
 from .ranges import Unused
-from .statements import COMMIT, ROLLBACK, SQLITE_BUSY_TIMEOUT, sqlite_set_busy_timeout, statements_for
+from .statements import SQLITE_BUSY_TIMEOUT, sqlite_set_busy_timeout, statements_for
 
 logger = logging.getLogger("django_segment_seq")
 
@@ -96,7 +97,7 @@ def _send(connection: BaseDatabaseWrapper, named: list[tuple[str, Unused]], wait
     with (
         connection.cursor() as cursor,
         _bounded_busy_wait(cursor, connection.vendor, wait),
-        _one_commit(cursor, sql.begin_write),
+        write_transaction(cursor, sql),
     ):
         for name, run in named:
             if time.monotonic() >= deadline:
@@ -115,22 +116,6 @@ def _send(connection: BaseDatabaseWrapper, named: list[tuple[str, Unused]], wait
         logger.warning("Giving sequence numbers back could not commit on %r; they stay a gap.", connection.alias)
         return 0
     return given
-
-
-@contextmanager
-def _one_commit(cursor: Any, begin_write: str | None) -> Iterator[None]:
-    """SQLite: all give-backs in one write transaction, so one commit (one fsync) instead of one per sequence."""
-    if begin_write is None:
-        yield
-        return
-    cursor.execute(begin_write)
-    try:
-        yield
-    except BaseException:
-        with contextlib.suppress(DatabaseError):
-            cursor.execute(ROLLBACK)
-        raise
-    cursor.execute(COMMIT)
 
 
 @contextmanager
