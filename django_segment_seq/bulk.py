@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from collections.abc import Sequence as SequenceOf
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from django.db import models
@@ -28,8 +29,10 @@ def fill_sequences(objs: SequenceOf[models.Model]) -> int:
     for model, group in _by_model(objs):
         for field in _sequence_fields(model):
             attname = field.attname
-            # Read the instance dict: Django's field descriptor costs a Python call per object.
-            empty = [obj for obj in group if obj.__dict__.get(attname, 0) is None]
+            # Plain attribute access, never obj.__dict__: on Python 3.11+ that builds a dict per object,
+            # and Django's own pass over the objects then runs measurably slower.
+            value_of = attrgetter(attname)
+            empty = [obj for obj in group if value_of(obj) is None]
             if empty:
                 for name, part in bulk_groups(field, empty):  # one row per scope; the sequence's own row otherwise
                     wanted.setdefault(name, []).append((part, attname))
@@ -38,7 +41,7 @@ def fill_sequences(objs: SequenceOf[models.Model]) -> int:
         numbers = iter(next_values(name, sum(len(empty) for empty, _ in parts)))
         for empty, attname in parts:
             for obj, number in zip(empty, numbers, strict=False):  # numbers is shared by all parts
-                obj.__dict__[attname] = number
+                setattr(obj, attname, number)
             filled += len(empty)
     return filled
 
@@ -47,7 +50,7 @@ def _by_model(objs: SequenceOf[models.Model]) -> Iterable[tuple[type[models.Mode
     if not objs:
         return []
     first = type(objs[0])
-    if all(type(obj) is first for obj in objs):
+    if len(set(map(type, objs))) == 1:
         return [(first, list(objs))]
     groups: dict[type[models.Model], list[models.Model]] = {}
     for obj in objs:
