@@ -89,21 +89,31 @@ def django_requirement(release: str) -> str:
     [nox.param(cell.python, cell, id=cell.id) for cell in CELLS],
 )
 def tests(session: nox.Session, cell: Cell) -> None:
-    """The suite on SQLite, MariaDB and PostgreSQL with one Django release (pytest arguments after --)."""
+    """The suite on SQLite, MariaDB and PostgreSQL with one Django release (pytest arguments after --).
+
+    `./dev test` runs each backend as a job of its own (SEGMENT_SEQ_BACKENDS), with coverage data
+    going to SEGMENT_SEQ_COVERAGE_DATA on a cell marked for it; then it runs this session once more
+    with SEGMENT_SEQ_COVERAGE_REPORT set, which combines that data and checks the floor.
+    """
     session.install("-e", ".[test,benchmark]", django_requirement(cell.django))  # benchmark: its smoke test
+    if os.environ.get("SEGMENT_SEQ_COVERAGE_REPORT"):
+        report_coverage(session)
+        return
     args = list(session.posargs)
     if cell.suite == "core":
         args = [f"--ignore={path}" for path in NOT_CORE] + ["-m", "not processes"] + args
     env = {"SEGMENT_SEQ_CELL": cell.id}
-    # Coverage and its floor only for a whole run: a run of some files or backends would fall below it.
-    if not (cell.coverage and not session.posargs and "SEGMENT_SEQ_BACKENDS" not in os.environ):
+    data = os.environ.get("SEGMENT_SEQ_COVERAGE_DATA")
+    if cell.coverage and data:
+        env["COVERAGE_FILE"] = str(Path(data) / ".coverage")
+        session.run("python", "tests/run_backends.py", "--coverage", *args, env=env)
+    else:
         session.run("python", "tests/run_backends.py", *args, env=env)
-        return
-    data = ROOT / ".coverage-data"
-    shutil.rmtree(data, ignore_errors=True)
-    data.mkdir()
-    env["COVERAGE_FILE"] = str(data / ".coverage")
-    session.run("python", "tests/run_backends.py", "--coverage", *args, env=env)
+
+
+def report_coverage(session: nox.Session) -> None:
+    """Combine the coverage data of a cell's backends (worker processes included) and fail below the floor."""
+    env = {"COVERAGE_FILE": str(ROOT / ".coverage-data" / ".coverage")}
     session.run("coverage", "combine", "--quiet", env=env)
     floor = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["coverage"]["report"]["fail_under"]
     total = session.run(

@@ -1,13 +1,14 @@
 """Run the test suite over the version matrix, and once per database backend: SQLite, MariaDB and PostgreSQL.
 
-Without SEGMENT_SEQ_CELL this is the whole run `./dev test` makes: the linters, the docs build and the package check,
-then every cell of the matrix in noxfile.py (a Django release on a Python, each in a nox virtualenv),
-then one closing line with the counts of all cells and backends. SEGMENT_SEQ_CELLS=ID[,ID] runs only
-those cells and no other step; `venv` is the development virtualenv itself, with no nox at all.
+Without SEGMENT_SEQ_CELL this is the whole run `./dev test` makes: the linters, the docs build and the
+package check, and every cell of the matrix in noxfile.py (a Django release on a Python, each in a nox
+virtualenv) on every backend, as jobs three at a time; then one closing line with the counts of all
+cells and backends. SEGMENT_SEQ_CELLS=ID[,ID] runs only those cells and no other step; `venv` (alone)
+is the development virtualenv itself, with no nox at all.
 
 Inside a cell (nox sets SEGMENT_SEQ_CELL) it runs pytest once per backend. Under CI=true a backend that
 cannot be reached fails the run; elsewhere it is skipped, and said so. Arguments are passed to pytest.
-SEGMENT_SEQ_BACKENDS=sqlite,postgres picks backends.
+SEGMENT_SEQ_BACKENDS=sqlite,postgres picks backends; SEGMENT_SEQ_JOBS=N runs N jobs at a time.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,10 +76,11 @@ def in_ci() -> bool:
 
 
 def backend_jobs() -> int:
-    """How many backends' pytest runs go at once: SEGMENT_SEQ_JOBS, else all of them.
+    """How many jobs (a backend's pytest run, a step) go at once: SEGMENT_SEQ_JOBS, else three.
 
-    The suite mostly waits (on worker processes, database servers, lock timeouts), so the three
-    backends side by side take little longer than the slowest alone, even on two cores.
+    The suite waits a lot (on worker processes, database servers, lock timeouts), so three jobs
+    side by side take little longer than the slowest alone, even on two cores; more than three
+    slow every job down, since they all share the database servers, which do not yield.
     """
     return max(1, int(os.environ.get("SEGMENT_SEQ_JOBS", "0") or 0) or len(BACKENDS))
 
@@ -182,47 +185,48 @@ def add_counts(totals: dict[str, int], report: Path) -> None:
 
 def nox(*args: str, env: dict[str, str] | None = None) -> int:
     """Run nox from this interpreter (the development virtualenv); it finds the cells' interpreters on PATH."""
-    return subprocess.call([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args], cwd=ROOT, env=env)
+    return subprocess.call(nox_command(*args), cwd=ROOT, env=env)
 
 
-def cell_jobs() -> int:
-    """How many cells run at once: SEGMENT_SEQ_CELL_JOBS, else one.
-
-    Side by side, the core cells (even at a low CPU priority) slow the whole suite more than they
-    save: they share its database servers, which do not yield.
-    """
-    return max(1, int(os.environ.get("SEGMENT_SEQ_CELL_JOBS", "1") or 1))
+def nox_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), *args]
 
 
-def run_one_cell(
-    name: str, pytest_args: list[str], side_by_side: bool, yielding: bool = False
-) -> tuple[int, dict[str, dict[str, int]]]:
-    """A cell's exit code and its counts per backend (none if no backend ran).
+@dataclass
+class Job:
+    """One piece of a whole run: a step (lint, docs, package) or one cell on one backend."""
 
-    Side by side with other cells, its output goes to a file, printed whole when it ends. A yielding
-    cell runs at a low CPU priority (nice), so it takes only what the others leave idle.
+    title: str
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    counts: Path | None = None  # where a test job's run_cell writes its counts
+    code: int = 0
+
+
+def run_jobs(jobs: list[Job], workers: int) -> None:
+    """Run the jobs, at most `workers` at a time, in the order given (longest first keeps the pool busy).
+
+    Each job's output goes to a file, printed whole under one heading when the job ends.
     """
     scratch = Path(tempfile.mkdtemp())
-    report = scratch / "counts.json"
-    env = dict(os.environ, SEGMENT_SEQ_COUNTS=str(report))
-    if name == "venv":
-        env["SEGMENT_SEQ_CELL"] = name
-        command = [sys.executable, __file__, *pytest_args]
-    else:
-        command = [sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-s", f"tests({name})", "--"]
-        command += pytest_args
-    if yielding:
-        command = ["nice", "-n", "15", *command]
-    if side_by_side:
-        code = call_logged(command, env, scratch / "cell.log", f"cell {name}")
-    else:
-        print(f"==> cell {name}", flush=True)
-        code = subprocess.call(command, cwd=ROOT, env=env)
-    return code, json.loads(report.read_text()) if report.exists() else {}
+
+    def run(number: int, job: Job) -> None:
+        with PRINTING:
+            print(f"==> {job.title} started", flush=True)
+        job.code = call_logged(job.command, dict(os.environ, **job.env), scratch / f"{number}.log", job.title)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for done in [pool.submit(run, number, job) for number, job in enumerate(jobs)]:
+            done.result()
 
 
 def run_matrix(pytest_args: list[str]) -> int:
-    """The docs and package steps, then each cell in its nox session, then one closing line for them all."""
+    """The lint, docs and package steps and every cell on every backend, three at a time; then one closing line.
+
+    A cell's backends are jobs of their own, so while the whole suite's slowest backend still runs,
+    the steps and the core cells use the rest of the machine: three jobs run at every moment, as
+    three backends side by side did, but the run never waits on one job alone for long.
+    """
     sys.path.insert(0, str(ROOT))
     from noxfile import CELLS
 
@@ -232,40 +236,88 @@ def run_matrix(pytest_args: list[str]) -> int:
     if unknown:
         print(f"SEGMENT_SEQ_CELLS: no cell {', '.join(unknown)}; there are venv, {', '.join(known)}", file=sys.stderr)
         return 2
+    if "venv" in picked:
+        if picked != ["venv"]:
+            print("SEGMENT_SEQ_CELLS: venv runs alone", file=sys.stderr)
+            return 2
+        code, backends = run_venv_cell(pytest_args)
+        if code != 0 and sum_counts(backends.values())["failed"] == 0:
+            backends["(the run)"] = {"failed": 1}
+        return summary([(f"venv {backend}", counts, counts_text(counts)) for backend, counts in backends.items()])
+    cells = [known[name] for name in (picked or list(known)) if name in known]
+    chosen = [b for b in os.environ.get("SEGMENT_SEQ_BACKENDS", ",".join(BACKENDS)).split(",") if b]
     rows: list[tuple[str, dict[str, int], str]] = []  # what ran, its counts, what to print
-    for step in [] if picked else ["lint", "docs", "package"]:
-        print(f"==> {step}", flush=True)
-        code = nox("-s", step)
-        rows.append((step, {"failed": int(code != 0)}, "passed" if code == 0 else "FAILED"))  # a step counts once
-    names = picked or list(known)
-    jobs = min(cell_jobs(), len(names))
-    for name in names if jobs > 1 else []:
-        print(f"==> cell {name}" + (f" ({known[name].suite} suite)" if name in known else "") + " started", flush=True)
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        # The whole suite is the longest; core cells beside it use the CPU time it leaves idle.
-        full = any(known[name].suite == "full" for name in names if name in known)
-        runs = {
-            name: pool.submit(
-                run_one_cell,
-                name,
-                pytest_args,
-                jobs > 1,
-                jobs > 1 and full and name in known and known[name].suite == "core",
-            )
-            for name in names
-        }
-    for name in names:
-        code, backends = runs[name].result()
-        for backend, counts in backends.items():
-            rows.append((f"{name} {backend}", counts, counts_text(counts)))
+    installed = []
+    for cell in cells:
+        # A cell's backends share its virtualenv: it is made (or brought up to date) before they start.
+        print(f"==> installing cell {cell.id}", flush=True)
+        if nox("-s", f"tests({cell.id})", "--install-only") == 0:
+            installed.append(cell)
+        else:
+            rows.append((cell.id, {"failed": 1}, "FAILED: its virtualenv could not be installed"))
+    coverage_data = ROOT / ".coverage-data"
+    whole = not pytest_args and "SEGMENT_SEQ_BACKENDS" not in os.environ  # coverage and its floor: whole runs only
+    measured = [cell for cell in installed if cell.coverage and whole]
+    if measured:
+        shutil.rmtree(coverage_data, ignore_errors=True)
+        coverage_data.mkdir()
+    scratch = Path(tempfile.mkdtemp())
+    tests = [
+        Job(
+            title=f"cell {cell.id} ({cell.suite} suite) on {backend}",
+            command=nox_command("-s", f"tests({cell.id})", "--no-install", "--", *pytest_args),
+            env={
+                "SEGMENT_SEQ_BACKENDS": backend,
+                "SEGMENT_SEQ_COUNTS": str(scratch / f"{cell.id}-{backend}.json"),
+                **({"SEGMENT_SEQ_COVERAGE_DATA": str(coverage_data)} if cell in measured else {}),
+            },
+            counts=scratch / f"{cell.id}-{backend}.json",
+        )
+        for cell in installed
+        for backend in sorted(chosen, key=lambda b: -SLOWEST_FIRST.get(b, 0))
+    ]
+    full = [job for job in tests if "(full suite)" in job.title]
+    steps = [] if picked else [Job(step, nox_command("-s", step)) for step in ["lint", "package", "docs"]]
+    jobs = full + steps + [job for job in tests if job not in full]
+    run_jobs(jobs, backend_jobs())
+    for job in jobs:
+        if job.counts is None:
+            rows.append((job.title, {"failed": int(job.code != 0)}, "passed" if job.code == 0 else "FAILED"))
+            continue
+        name = job.title.split(" (")[0].removeprefix("cell ") + " " + job.env["SEGMENT_SEQ_BACKENDS"]
+        backends = json.loads(job.counts.read_text()) if job.counts.exists() else {}
+        for counts in backends.values():
+            rows.append((name, counts, counts_text(counts)))
         if not backends:
             # Nothing ran: nox skips a cell whose Python is missing (fails it under CI), or its set-up failed.
-            rows.append((name, {"failed": int(code != 0)}, "FAILED before any test" if code else "SKIPPED: no Python"))
-        elif code != 0 and sum_counts(backends.values())["failed"] == 0:
-            rows.append((name, {"failed": 1}, "FAILED after the tests (see above)"))  # e.g. coverage below its floor
+            rows.append((name, {"failed": int(job.code != 0)}, "FAILED before any test" if job.code else "SKIPPED"))
+        elif job.code != 0 and sum_counts(backends.values())["failed"] == 0:
+            rows.append((name, {"failed": 1}, "FAILED after the tests (see above)"))
+    for cell in measured:
+        print(f"==> coverage of cell {cell.id}", flush=True)
+        code = nox("-s", f"tests({cell.id})", "--no-install", env=dict(os.environ, SEGMENT_SEQ_COVERAGE_REPORT="1"))
+        rows.append((f"{cell.id} coverage", {"failed": int(code != 0)}, "passed" if code == 0 else "FAILED"))
+    return summary(rows)
+
+
+# The order a cell's backends start in: the slowest first (PostgreSQL's whole suite is the run's longest job).
+SLOWEST_FIRST = {"postgres": 3, "mariadb": 2, "sqlite": 1}
+
+
+def run_venv_cell(pytest_args: list[str]) -> tuple[int, dict[str, dict[str, int]]]:
+    """The development virtualenv as a cell of its own: no nox, the backends side by side."""
+    scratch = Path(tempfile.mkdtemp())
+    report = scratch / "counts.json"
+    env = dict(os.environ, SEGMENT_SEQ_COUNTS=str(report), SEGMENT_SEQ_CELL="venv")
+    print("==> cell venv", flush=True)
+    code = subprocess.call([sys.executable, __file__, *pytest_args], cwd=ROOT, env=env)
+    return code, json.loads(report.read_text()) if report.exists() else {}
+
+
+def summary(rows: list[tuple[str, dict[str, int], str]]) -> int:
     print("\n==> summary:")
     for what, _, text in rows:
-        print(f"    {what:32} {text}")
+        print(f"    {what:40} {text}")
     total = sum_counts(counts for _, counts, _ in rows)
     print(closing_line(total))
     return 1 if total["failed"] else 0
