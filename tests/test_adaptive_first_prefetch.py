@@ -28,7 +28,10 @@ def test_prefetch_after_one_number_asks_for_the_rows_step():
     got = [1] + [next_value("s") for _ in range(10)]
     assert got == list(range(1, 12))
     if connection.vendor != "sqlite":
-        # The 11th number comes from the prefetched range, which kept the row's step. (A shared SQLite
-        # file has no prefetch: the 11th needs a fetch after a whole range went by fast, and may grow.)
-        assert sequence_stats()[("default", "s")].background_fetches == 1
-        assert sequence_stats()[("default", "s")].step <= 10
+        # The 11th number comes from the prefetched range (the row's step, as its value showed), not
+        # from a fetch of its own. It also starts the next prefetch, which may or may not have ended
+        # by now, so only the foreground count is exact. (A shared SQLite file has no prefetch: the
+        # 11th needs a fetch after a whole range went by fast, and may grow.)
+        figures = sequence_stats()[("default", "s")]
+        assert figures.foreground_fetches == 1 and figures.waits_for_background == 0
+        assert figures.background_fetches >= 1
