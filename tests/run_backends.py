@@ -198,6 +198,7 @@ class Job:
     """One piece of a whole run: a step (lint, docs, package) or one cell on one backend."""
 
     title: str
+    row: str  # its name in the summary
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
     counts: Path | None = None  # where a test job's run_cell writes its counts
@@ -229,7 +230,7 @@ def run_matrix(pytest_args: list[str]) -> int:
     for long.
     """
     sys.path.insert(0, str(ROOT))
-    from noxfile import CELLS
+    from noxfile import CELLS, Cell
 
     known = {cell.id: cell for cell in CELLS}
     picked = [name for name in os.environ.get("SEGMENT_SEQ_CELLS", "").split(",") if name]
@@ -263,37 +264,39 @@ def run_matrix(pytest_args: list[str]) -> int:
         shutil.rmtree(coverage_data, ignore_errors=True)
         coverage_data.mkdir()
     scratch = Path(tempfile.mkdtemp())
-    tests = [
-        Job(
+
+    def test_job(cell: Cell, backend: str) -> Job:
+        counts = scratch / f"{cell.id}-{backend}.json"
+        return Job(
             title=f"cell {cell.id} ({cell.suite} suite) on {backend}",
+            row=f"{cell.id} {backend}",
             command=nox_command("-s", f"tests({cell.id})", "--no-install", "--", *pytest_args),
             env={
                 "SEGMENT_SEQ_BACKENDS": backend,
-                "SEGMENT_SEQ_COUNTS": str(scratch / f"{cell.id}-{backend}.json"),
+                "SEGMENT_SEQ_COUNTS": str(counts),
                 **({"SEGMENT_SEQ_COVERAGE_DATA": str(coverage_data)} if cell in measured else {}),
             },
-            counts=scratch / f"{cell.id}-{backend}.json",
+            counts=counts,
         )
-        for cell in installed
-        for backend in sorted(chosen, key=lambda b: -SLOWEST_FIRST.get(b, 0))
-    ]
-    full = [job for job in tests if "(full suite)" in job.title]
-    steps = [] if picked else [Job(step, nox_command("-s", step)) for step in ["lint", "package", "docs"]]
-    jobs = full + steps + [job for job in tests if job not in full]
+
+    backends = sorted(chosen, key=lambda b: -SLOWEST_FIRST.get(b, 0))
+    full = [test_job(cell, backend) for cell in installed if cell.suite == "full" for backend in backends]
+    core = [test_job(cell, backend) for cell in installed if cell.suite != "full" for backend in backends]
+    steps = [] if picked else [Job(step, step, nox_command("-s", step)) for step in ["lint", "package", "docs"]]
+    jobs = full + steps + core
     run_jobs(jobs, backend_jobs())
     for job in jobs:
         if job.counts is None:
-            rows.append((job.title, {"failed": int(job.code != 0)}, "passed" if job.code == 0 else "FAILED"))
+            rows.append((job.row, {"failed": int(job.code != 0)}, "passed" if job.code == 0 else "FAILED"))
             continue
-        name = job.title.split(" (")[0].removeprefix("cell ") + " " + job.env["SEGMENT_SEQ_BACKENDS"]
-        backends = json.loads(job.counts.read_text()) if job.counts.exists() else {}
-        for counts in backends.values():
-            rows.append((name, counts, counts_text(counts)))
-        if not backends:
+        found = json.loads(job.counts.read_text()) if job.counts.exists() else {}
+        for counts in found.values():
+            rows.append((job.row, counts, counts_text(counts)))
+        if not found:
             # Nothing ran: nox skips a cell whose Python is missing (fails it under CI), or its set-up failed.
-            rows.append((name, {"failed": int(job.code != 0)}, "FAILED before any test" if job.code else "SKIPPED"))
-        elif job.code != 0 and sum_counts(backends.values())["failed"] == 0:
-            rows.append((name, {"failed": 1}, "FAILED after the tests (see above)"))
+            rows.append((job.row, {"failed": int(job.code != 0)}, "FAILED before any test" if job.code else "SKIPPED"))
+        elif job.code != 0 and sum_counts(found.values())["failed"] == 0:
+            rows.append((job.row, {"failed": 1}, "FAILED after the tests (see above)"))
     for cell in measured:
         print(f"==> coverage of cell {cell.id}", flush=True)
         code = nox("-s", f"tests({cell.id})", "--no-install", env=dict(os.environ, SEGMENT_SEQ_COVERAGE_REPORT="1"))
