@@ -1,10 +1,11 @@
 """Takes blocks of numbers from the Sequence table with compare-and-set, on a connection that can commit them.
 
-Where a block is taken: on the caller's own connection when it is in autocommit outside any
-transaction (no second connection), else on a private autocommit connection. Only when the caller's
-own transaction holds the row (it created, edited or locked it; on SQLite, holds the file's write
-lock) is the block taken inside that transaction: it is then provisional, and the cache uses it only
-while that transaction stands.
+Where a block is taken is asked of callers (the one home of that decision): on the caller's own
+connection when it is idle in autocommit (no second connection), else on a private autocommit
+connection. Only when the caller's own transaction holds the row (it created, edited or locked it;
+on SQLite, holds the file's write lock) is the block taken inside that transaction: it is then
+provisional, and the cache uses it only while that transaction stands. Every statement waits at most
+LOCK_TIMEOUT for any lock, on any of these connections.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import DatabaseError, Error, InterfaceError, OperationalError, connections, transaction
+from django.db import DatabaseError, Error, InterfaceError, OperationalError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from . import sqlite
-from .callers import can_carry_allocation, committed, in_transaction
+from . import callers
+from .bounded import in_savepoint, write_transaction
+from .callers import Session
 from .conf import app_settings
 from .dbconn import pool
 from .exceptions import (
@@ -30,32 +32,23 @@ from .exceptions import (
     SequenceNotFound,
     SequenceUnavailable,
 )
-from .holders import caller_holds_row
 from .ranges import Block, Row, next_block
-from .statements import COMMIT, ROLLBACK, Statements, statements_for
+from .statements import Statements, statements_for
 
 # Errors after which a fresh connection and another attempt may succeed.
 TRANSIENT_ERRORS: tuple[type[Error], ...] = (OperationalError, InterfaceError)  # InterfaceError is no DatabaseError
 # Errors that mean another transaction moved the row first: counted as lost compare-and-sets, not failures.
 LOST_RACE_SQLSTATES = frozenset({"40001", "40P01"})
 LOST_RACE_MYSQL_CODES = frozenset({1213, 1020})
-# Errors that mean another transaction holds the row (or SQLite's write lock) past the lock timeout.
+# Errors that mean another transaction holds the row, or the table, past the lock timeout.
 LOCK_TIMEOUT_SQLSTATES = frozenset({"55P03"})
 LOCK_TIMEOUT_MYSQL_CODES = frozenset({1205})
 
-
-# Django 6.1 renamed transaction.savepoint() to savepoint_create() and deprecates the old name.
-_savepoint_create = getattr(transaction, "savepoint_create", None) or transaction.savepoint
-
-
-def _savepoint(alias: str) -> str:
-    """A savepoint in the caller's transaction, so an error of ours never breaks it."""
-    # str as in the stubs; outside a transaction Django returns None, which savepoint_commit/rollback ignore too.
-    return _savepoint_create(using=alias)
+__all__ = ["Allocation", "RowBusy", "allocate", "backoff", "create_derived_row", "ensure_derived_row"]
 
 
 class RowBusy(Exception):
-    """Another transaction holds the row, or SQLite's write lock, past the lock timeout."""
+    """Another transaction holds the row, its table, or SQLite's write lock, past the lock timeout."""
 
     def __init__(self, message: str, row: Row | None = None) -> None:
         super().__init__(message)
@@ -96,52 +89,47 @@ def allocate(
     prefer: int = 0,
     create: bool = True,
     background: bool = False,
-    known_held: bool = False,
 ) -> Allocation:
     """A block of max(step, wanted, prefer) numbers, committed before it is returned unless marked provisional.
 
     Lost compare-and-sets and transient database errors are retried with jittered back-off; a block
     that was committed but whose answer was lost is simply never used (a gap, not a repeat). A row
     held by another transaction is waited for at most LOCK_TIMEOUT seconds. `background` fetches use
-    a private connection and never create a missing row. `known_held` says the caller's
-    transaction is already known to hold the row.
+    a private connection and never create a missing row.
     """
     settings = app_settings()
     result = Allocation()
     caller = None if background else connections[alias]
-    inside = caller is not None and in_transaction(caller)
-    if caller is not None and inside and (known_held or sqlite.holds_write_lock(caller)):
+    state = Session.UNUSABLE if caller is None else callers.session(caller)
+    if caller is not None and state is Session.IN_TRANSACTION and callers.known_to_hold(caller, name):
         return _inside(caller, alias, name, wanted, settings, result)
-    use_caller = caller is not None and not inside and can_carry_allocation(caller)
-    # A row missing from the committed table may be one the caller's own transaction created: that is
-    # asked of the caller before a private connection's INSERT would wait for the caller's lock.
-    # (On SQLite a caller that created the row holds the write lock, and took the branch above.)
-    probe_caller = caller is not None and inside and caller.vendor != "sqlite"
-    may_create = create and not use_caller and not probe_caller
+    # In a transaction that may hold the row: a row busy or missing on a private connection is asked
+    # of the caller's transaction before it is waited for or inserted.
+    ask_caller = caller is not None and state is Session.IN_TRANSACTION
+    use_caller = state is Session.IDLE
     deadline = time.monotonic() + settings["LOCK_TIMEOUT"]
     held_version: int | None = None
     while True:
         try:
             with _connection(alias, caller if use_caller else None) as connection:
-                _compare_and_set(connection, alias, name, wanted, settings, result, prefer, may_create)
+                _compare_and_set(
+                    connection, alias, name, wanted, settings, result, prefer, create and not ask_caller, use_caller
+                )
             return result
         except _RowMissing:
             if not create:
                 raise SequenceNotFound(name, alias) from None
-            if caller is not None and probe_caller and caller_holds_row(caller, name):
-                try:
-                    return _in_caller_transaction(caller, alias, name, wanted, settings, result)
-                except RowBusy:
-                    pass  # the caller's mark covered more than this row: it is not the caller's after all
-            use_caller = False  # created on a private connection, whose lock waits are bounded
-            may_create = True
+            if caller is not None and ask_caller and callers.holds_row(caller, name):
+                held = _inside_if_held(caller, alias, name, wanted, settings, result)
+                if held is not None:
+                    return held
+            ask_caller = False  # not the caller's: created on a connection whose lock waits are bounded
         except RowBusy as exc:
             result.busy += 1
-            if caller is not None and probe_caller and caller_holds_row(caller, name):
-                try:
-                    return _in_caller_transaction(caller, alias, name, wanted, settings, result)
-                except RowBusy:
-                    pass  # the caller's mark covered more than this row: it is not the caller's after all
+            if caller is not None and ask_caller and callers.holds_row(caller, name):
+                held = _inside_if_held(caller, alias, name, wanted, settings, result)
+                if held is not None:
+                    return held
             # Another transaction holds it: wait for that one, within the bound. The bound restarts while
             # the row keeps moving: short holds by one process after another are contention, which
             # MAX_RETRIES bounds.
@@ -155,14 +143,18 @@ def allocate(
                     name,
                     alias,
                     result.busy,
-                    RowBusy(f"the row was held by another transaction for over {settings['LOCK_TIMEOUT']} s"),
+                    RowBusy(
+                        f"the row or its table was held by another transaction for over {settings['LOCK_TIMEOUT']} s"
+                    ),
                 ) from exc
             backoff(result.busy, settings["MAX_BACKOFF"])
         except TRANSIENT_ERRORS as exc:
             result.failures += 1
-            use_caller = False  # the caller's connection is left for Django to recycle
             if result.failures > settings["CONNECTION_RETRIES"]:
                 raise SequenceUnavailable(name, alias, result.failures, exc) from exc
+            # The caller's connection failed: Django recycles it; a private one takes over. A private one
+            # failed (the server refused another connection, say): the caller's own serves if it is idle.
+            use_caller = not use_caller and caller is not None and callers.session(caller) is Session.IDLE
             backoff(result.failures, settings["MAX_BACKOFF"])
 
 
@@ -178,10 +170,21 @@ def _connection(alias: str, caller: BaseDatabaseWrapper | None) -> Iterator[Base
 def _inside(
     caller: BaseDatabaseWrapper, alias: str, name: str, wanted: int, settings: dict[str, Any], result: Allocation
 ) -> Allocation:
+    """A block inside the caller's transaction, known to hold the row; a failure there is a named error."""
     try:
         return _in_caller_transaction(caller, alias, name, wanted, settings, result)
-    except RowBusy as exc:  # pragma: no cover - the caller was just found holding the row
+    except (RowBusy, OperationalError, InterfaceError) as exc:
         raise SequenceUnavailable(name, alias, result.busy + 1, exc) from exc
+
+
+def _inside_if_held(
+    caller: BaseDatabaseWrapper, alias: str, name: str, wanted: int, settings: dict[str, Any], result: Allocation
+) -> Allocation | None:
+    """A block inside the caller's transaction; None if the row turned out not to be the caller's after all."""
+    try:
+        return _in_caller_transaction(caller, alias, name, wanted, settings, result)
+    except (RowBusy, OperationalError, InterfaceError):
+        return None  # held elsewhere after all, or the caller's connection is gone: a private one goes on
 
 
 def _in_caller_transaction(
@@ -193,9 +196,8 @@ def _in_caller_transaction(
     transaction holds the row after all.
     """
     sql = statements_for(caller, settings["LOCK_TIMEOUT"])
-    sid = _savepoint(alias)
     try:
-        with caller.cursor() as cursor:
+        with in_savepoint(caller, settings["LOCK_TIMEOUT"]) as cursor:
             if sql.take_write_lock is not None:
                 result.round_trips += 1
                 cursor.execute(sql.take_write_lock, [name])
@@ -215,18 +217,13 @@ def _in_caller_transaction(
             if cursor.rowcount != 1:  # pragma: no cover - the row is locked by this transaction
                 raise RowBusy("the row moved while this transaction held it")
     except _RowMissing:
-        transaction.savepoint_rollback(sid, using=alias)
         raise RowBusy("the row is not the caller's") from None
     except DatabaseError as exc:
-        transaction.savepoint_rollback(sid, using=alias)
         if _is_lock_timeout(exc) or _lost_race(exc):
             # Held elsewhere, or moved after this transaction's snapshot: either way not the caller's row.
             raise RowBusy(str(exc)) from exc
         raise
-    except BaseException:
-        transaction.savepoint_rollback(sid, using=alias)
-        raise
-    transaction.savepoint_commit(sid, using=alias)
+    callers.remember(caller, name)
     result.block, result.step, result.provisional = block, row.step, True
     result.row = row
     result.version = row.version + 1
@@ -242,36 +239,29 @@ def _compare_and_set(
     result: Allocation,
     prefer: int,
     create: bool,
+    on_caller: bool,
 ) -> None:
     sql = statements_for(connection, settings["LOCK_TIMEOUT"])
-    try:
-        with connection.cursor() as cursor, write_transaction(cursor, sql):
-            while True:
-                try:
-                    row = _read_unless_locked(cursor, sql, name, result)
-                except DatabaseError as exc:
-                    # A locking read under a REPEATABLE READ or SERIALIZABLE server default can lose too.
-                    if not _lost_race(exc):
-                        raise
-                    _lost(result, name, settings)
-                    continue
-                if row is None:
-                    if not create:
-                        raise _RowMissing
-                    result.round_trips += 1
-                    _create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
-                    continue
-                block = next_block(name, row, wanted, prefer)
-                now = connection.ops.adapt_datetimefield_value(timezone.now())
-                result.round_trips += 1
-                if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, name, row.value, row.version]):
-                    break
+    # On the caller's connection PostgreSQL bounds lock waits in a transaction of the app's own, which
+    # a lost race aborts: the whole attempt is then retried, with a fresh snapshot.
+    retry_whole = on_caller and sql.begin_write is None and sql.begin_bounded is not None
+    while True:
+        try:
+            with connection.cursor() as cursor, write_transaction(cursor, sql, callers=on_caller):
+                row, block = _take(
+                    connection, cursor, sql, alias, name, wanted, settings, result, prefer, create, retry_whole
+                )
+            break
+        except _LostRace:
+            continue
+        except DatabaseError as exc:
+            if _is_lock_timeout(exc):
+                raise RowBusy(str(exc)) from exc
+            if retry_whole and _lost_race(exc):
                 _lost(result, name, settings)
-    except DatabaseError as exc:
-        if _is_lock_timeout(exc):
-            raise RowBusy(str(exc)) from exc
-        raise
-    if not committed(connection):
+                continue
+            raise
+    if not callers.committed(connection):
         # Autocommit was turned off on the session behind Django's back (an init_command, a server
         # default): the block would vanish with the session, so it is never handed out.
         connection.connection.rollback()
@@ -284,21 +274,55 @@ def _compare_and_set(
     result.row = row
 
 
-@contextmanager
-def write_transaction(cursor: Any, sql: Statements) -> Iterator[None]:
-    """SQLite: BEGIN IMMEDIATE ... COMMIT around writes of their own (an allocation, an exit's give-backs, one
-    commit for them all); elsewhere each statement commits."""
-    if sql.begin_write is None:
-        yield
-        return
-    cursor.execute(sql.begin_write)
-    try:
-        yield
-    except BaseException:
-        with suppress(DatabaseError):  # the connection is broken; the pool drops it
-            cursor.execute(ROLLBACK)
-        raise
-    cursor.execute(COMMIT)
+class _LostRace(Exception):
+    """A compare-and-set lost inside a transaction of the app's own: retried in a new one."""
+
+
+def _take(
+    connection: BaseDatabaseWrapper,
+    cursor: Any,
+    sql: Statements,
+    alias: str,
+    name: str,
+    wanted: int,
+    settings: dict[str, Any],
+    result: Allocation,
+    prefer: int,
+    create: bool,
+    retry_whole: bool,
+) -> tuple[Row, Block]:
+    """Read the row (creating it if allowed) and move it past a new block; loops on lost compare-and-sets.
+
+    With `retry_whole` a lost race ends the attempt instead (the transaction it ran in is rolled back).
+    """
+    while True:
+        try:
+            row = _read_unless_locked(cursor, sql, name, result)
+        except DatabaseError as exc:
+            # A locking read under a REPEATABLE READ or SERIALIZABLE server default can lose too.
+            if retry_whole or not _lost_race(exc):
+                raise
+            _lost(result, name, settings)
+            continue
+        if row is None:
+            if not create:
+                raise _RowMissing
+            result.round_trips += 1
+            _create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
+            continue
+        block = next_block(name, row, wanted, prefer)
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        result.round_trips += 1
+        params = [block.last, now, name, row.value, row.version]
+        if retry_whole:
+            cursor.execute(sql.compare_and_set, params)  # a serialization failure ends the attempt
+            if cursor.rowcount == 1:
+                return row, block
+            _lost(result, name, settings)
+            raise _LostRace
+        if _try_compare_and_set(cursor, sql.compare_and_set, params):
+            return row, block
+        _lost(result, name, settings)
 
 
 def _lost(result: Allocation, name: str, settings: dict[str, Any]) -> None:
@@ -411,15 +435,30 @@ def create_derived_row(
     base_name: str | None = None,
     period: str | None = None,
     cap: int | None = None,
+    create_base: bool = True,
+    on_caller: bool = False,
 ) -> None:
     """Create row `name` if missing, from `base_name`'s step and limits (per CREATE_ON_FIRST_USE) or the defaults.
 
     Its max_value is lowered to `cap`. Creation is INSERT-if-missing, so many processes may race here
-    and all but one quietly find the row there. An existing row is left as it is.
+    and all but one quietly find the row there. An existing row is left as it is. Without
+    `create_base`, a missing base row is _RowMissing: it may be the caller's uncommitted one.
     """
     settings = app_settings()
+    sql = statements_for(connection, settings["LOCK_TIMEOUT"])
     try:
-        _create_derived_row(connection, alias, name, settings, base_name=base_name, period=period, cap=cap)
+        with connection.cursor() as cursor, write_transaction(cursor, sql, callers=on_caller):
+            _create_derived_row(
+                connection,
+                cursor,
+                alias,
+                name,
+                settings,
+                base_name=base_name,
+                period=period,
+                cap=cap,
+                create_base=create_base,
+            )
     except DatabaseError as exc:
         if _is_lock_timeout(exc, sqlite_too=True):
             raise RowBusy(str(exc)) from exc
@@ -428,6 +467,7 @@ def create_derived_row(
 
 def _create_derived_row(
     connection: BaseDatabaseWrapper,
+    cursor: Any,
     alias: str,
     name: str,
     settings: dict[str, Any],
@@ -435,39 +475,41 @@ def _create_derived_row(
     base_name: str | None,
     period: str | None,
     cap: int | None,
+    create_base: bool = True,
 ) -> None:
     sql = statements_for(connection, settings["LOCK_TIMEOUT"])
-    with connection.cursor() as cursor:
-        if _read_row(cursor, sql.select_row, name) is not None:
-            return
-        template: Row | None
-        if base_name is None:
-            template = _new_row(alias, name, settings)
-        else:
+    if _read_row(cursor, sql.select_row, name) is not None:
+        return
+    template: Row | None
+    if base_name is None:
+        template = _new_row(alias, name, settings)
+    else:
+        template = _read_row(cursor, sql.select_row, base_name)
+        if template is None:
+            if not create_base:
+                raise _RowMissing
+            _create_row(connection, cursor, sql.insert_if_missing, alias, base_name, settings)
             template = _read_row(cursor, sql.select_row, base_name)
-            if template is None:
-                _create_row(connection, cursor, sql.insert_if_missing, alias, base_name, settings)
-                template = _read_row(cursor, sql.select_row, base_name)
-                if template is None:  # pragma: no cover - the insert above either created it or found it
-                    raise SequenceNotFound(base_name, alias)
-        max_value = template.max_value if cap is None else min(template.max_value, cap)
-        if max_value < template.min_value:
-            raise SequenceMisconfigured(
-                name, f"its format holds numbers up to {cap}, below the sequence's min_value {template.min_value}"
-            )
-        step = min(template.step, max_value - template.min_value + 1)
-        row = Row(template.min_value - 1, step, template.min_value, max_value, template.cycle, 0)
-        _create_row(
-            connection,
-            cursor,
-            sql.insert_if_missing,
-            alias,
-            name,
-            settings,
-            template=row,
-            base_name=base_name,
-            period=period,
+            if template is None:  # pragma: no cover - the insert above either created it or found it
+                raise SequenceNotFound(base_name, alias)
+    max_value = template.max_value if cap is None else min(template.max_value, cap)
+    if max_value < template.min_value:
+        raise SequenceMisconfigured(
+            name, f"its format holds numbers up to {cap}, below the sequence's min_value {template.min_value}"
         )
+    step = min(template.step, max_value - template.min_value + 1)
+    row = Row(template.min_value - 1, step, template.min_value, max_value, template.cycle, 0)
+    _create_row(
+        connection,
+        cursor,
+        sql.insert_if_missing,
+        alias,
+        name,
+        settings,
+        template=row,
+        base_name=base_name,
+        period=period,
+    )
 
 
 def ensure_derived_row(
@@ -480,30 +522,73 @@ def ensure_derived_row(
 ) -> bool:
     """Make sure row `name` exists; True once it is known to be committed.
 
-    It is created on a private connection, unless the caller's transaction holds SQLite's write lock
-    or (elsewhere) the row another connection would wait for: then inside that transaction, and
-    False is returned, since it is gone again if that transaction rolls back.
+    It is created where callers.session() says an allocation runs: on the caller's idle connection or
+    a private one. When the caller's transaction holds the base row (or the row, or SQLite's write
+    lock), another connection would wait for it: the row is then created inside that transaction,
+    and False is returned, since it is gone again if that transaction rolls back.
     """
+    settings = app_settings()
     caller = connections[alias]
-    inside = in_transaction(caller)
-    if not (inside and sqlite.holds_write_lock(caller)):
+    state = callers.session(caller)
+    rows = [name] if base_name is None else [base_name, name]
+    if state is Session.IN_TRANSACTION and any(callers.known_to_hold(caller, row) for row in rows):
+        _create_inside(caller, alias, name, settings, base_name=base_name, period=period, cap=cap)
+        return False
+    ask_caller = state is Session.IN_TRANSACTION
+    use_caller = state is Session.IDLE
+    failures = 0
+    while True:
         try:
-            with pool.borrow(alias) as connection:
-                create_derived_row(connection, alias, name, base_name=base_name, period=period, cap=cap)
+            with _connection(alias, caller if use_caller else None) as connection:
+                create_derived_row(
+                    connection,
+                    alias,
+                    name,
+                    base_name=base_name,
+                    period=period,
+                    cap=cap,
+                    create_base=not ask_caller,
+                    on_caller=use_caller,
+                )
             return True
-        except RowBusy as exc:
-            if not (inside and caller_holds_row(caller, base_name or name)):
+        except (_RowMissing, RowBusy) as exc:
+            # A base row the committed table lacks, or a row held: the caller's own, or another's.
+            if ask_caller and any(callers.holds_row(caller, row) for row in rows):
+                _create_inside(caller, alias, name, settings, base_name=base_name, period=period, cap=cap)
+                return False
+            if isinstance(exc, RowBusy):
                 raise SequenceUnavailable(name, alias, 1, exc) from exc
-    sid = _savepoint(alias)
+            ask_caller = False
+        except TRANSIENT_ERRORS as exc:
+            failures += 1
+            if failures > settings["CONNECTION_RETRIES"]:
+                raise SequenceUnavailable(name, alias, failures, exc) from exc
+            use_caller = not use_caller and callers.session(caller) is Session.IDLE
+            backoff(failures, settings["MAX_BACKOFF"])
+
+
+def _create_inside(
+    caller: BaseDatabaseWrapper,
+    alias: str,
+    name: str,
+    settings: dict[str, Any],
+    *,
+    base_name: str | None,
+    period: str | None,
+    cap: int | None,
+) -> None:
+    """Create the row inside the caller's transaction, which holds what another connection would wait for."""
+    sql = statements_for(caller, settings["LOCK_TIMEOUT"])
     try:
-        with caller.cursor() as cursor:
-            take_write_lock = statements_for(caller).take_write_lock
-            if take_write_lock is not None:
+        with in_savepoint(caller, settings["LOCK_TIMEOUT"]) as cursor:
+            if sql.take_write_lock is not None:
                 # Write before reading, so the caller's transaction waits for the lock instead of deadlocking on it.
-                cursor.execute(take_write_lock, [name])
-        create_derived_row(caller, alias, name, base_name=base_name, period=period, cap=cap)
-    except BaseException:
-        transaction.savepoint_rollback(sid, using=alias)
+                cursor.execute(sql.take_write_lock, [name])
+            _create_derived_row(caller, cursor, alias, name, settings, base_name=base_name, period=period, cap=cap)
+    except DatabaseError as exc:
+        if _is_lock_timeout(exc, sqlite_too=True):
+            raise SequenceUnavailable(name, alias, 1, RowBusy(str(exc))) from exc
         raise
-    transaction.savepoint_commit(sid, using=alias)
-    return False
+    except TRANSIENT_ERRORS as exc:
+        raise SequenceUnavailable(name, alias, 1, exc) from exc
+    callers.remember(caller, name)

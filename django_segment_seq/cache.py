@@ -21,7 +21,7 @@ from django.core.signals import setting_changed
 from django.db import connections
 from django.dispatch import receiver
 
-from . import events, sqlite
+from . import callers, events, sqlite
 from .allocator import Allocation, allocate
 from .conf import SETTING_NAME, app_settings
 from .prefetch import prefetcher
@@ -151,7 +151,7 @@ class RangeCache:
     def take(self, alias: str, name: str) -> int:
         """One number; the hot path is a dict lookup and one short lock."""
         slot = self._slots.get((alias, name)) or self._add_slot(alias, name)
-        if slot.on_sqlite and sqlite.holds_write_lock(connections[alias]):
+        if slot.on_sqlite and callers.known_to_hold(connections[alias], name):
             return self._take_holding_write_lock(slot, 1)[0]
         with slot.lock:
             number = slot.next
@@ -165,7 +165,7 @@ class RangeCache:
         if count < 1:
             raise ValueError(f"Sequence {name!r}: the count must be at least 1, not {count}")
         slot = self._slots.get((alias, name)) or self._add_slot(alias, name)
-        if slot.on_sqlite and sqlite.holds_write_lock(connections[alias]):
+        if slot.on_sqlite and callers.known_to_hold(connections[alias], name):
             return self._take_holding_write_lock(slot, count)
         with slot.lock:
             return self._take_locked(slot, count)
@@ -296,7 +296,7 @@ class RangeCache:
             if numbers is not None:
                 slot.stats.handed_out += wanted
                 return numbers
-        allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot), known_held=held is not None)
+        allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
         events.fetched(slot, allocation)
@@ -326,7 +326,7 @@ class RangeCache:
         held = self._held.get(caller, slot.name)
         numbers = held.take(count) if held is not None else None
         if numbers is None:
-            allocation = allocate(slot.alias, slot.name, count, known_held=True)
+            allocation = allocate(slot.alias, slot.name, count)
             slot.record(allocation)  # without the slot's lock: figures only, read as approximate
             slot.stats.foreground_fetches += 1
             events.fetched(slot, allocation)

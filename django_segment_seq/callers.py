@@ -1,16 +1,63 @@
-"""What the caller's own connection allows: is it in a transaction, may it carry an allocation, did one commit."""
+"""The one home of the question every allocation asks: commit on its own, or inside the caller's transaction?
+
+It is answered from what the database session says, never from what the app guessed:
+
+- `session(connection)`: the caller's connection is IDLE (autocommit, no transaction open, so an
+  allocation may run on it and commits at once), IN_TRANSACTION (atomic(), AUTOCOMMIT off, or a raw
+  BEGIN: an allocation commits on a private connection), or UNUSABLE (closed, broken, of another
+  process after fork(), or its transaction failed: it is never queried).
+- `holds_row(connection, name)`: whether the open transaction holds the Sequence row `name`, which
+  any other connection would wait for; only then is a block taken inside that transaction.
+  PostgreSQL answers from the row's xmin/xmax and the session's transaction ids; MariaDB from
+  whether the caller sees a row the committed table lacks (it created it) and from InnoDB's own
+  record of who a waiter waits for; SQLite from the one write lock of the file.
+
+A yes is remembered for the rest of an atomic() block (an on_commit hook that is still queued
+proves that the block's writes stand); nothing else is remembered.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
+import select
+import time
+from contextlib import suppress
+from enum import Enum
 from typing import Any
 
+from django.db import DatabaseError, Error, InterfaceError, OperationalError
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
+from . import sqlite
+from .bounded import in_savepoint
+from .conf import app_settings
+from .statements import MYSQL_BLOCKERS_OF, MYSQL_IN_TRANSACTION, MYSQL_KILL_QUERY, PG_XACT_IN_PROGRESS, statements_for
+from .txblocks import Held, TransactionMemory
+
+logger = logging.getLogger("django_segment_seq")
+
 # Set on every connection wrapper when it connects: a wrapper inherited through fork() belongs to the parent.
 _OPENED_IN = "_segment_seq_opened_in"
+
+# MariaDB: how long the caller's connection looks for a private connection's wait to appear in InnoDB's
+# lock tables; the waiter itself gives up after one second.
+PROBE_SECONDS = 0.5
+# MySQL error numbers: access denied for lack of a privilege (PROCESS, for InnoDB's lock tables).
+_MYSQL_NO_PRIVILEGE = frozenset({1227, 1142, 1044})
+
+# Rows the caller's current atomic() block is known to hold, per connection and name.
+_held = TransactionMemory()
+
+
+class Session(Enum):
+    """What a caller's connection is at this moment, as far as an allocation is concerned."""
+
+    IDLE = "idle"
+    IN_TRANSACTION = "in transaction"
+    UNUSABLE = "unusable"
 
 
 @receiver(connection_created)
@@ -18,46 +65,183 @@ def _note_process(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -
     setattr(connection, _OPENED_IN, os.getpid())
 
 
-def in_transaction(connection: BaseDatabaseWrapper) -> bool:
-    """Whether the caller has a transaction open: an atomic block, autocommit off, or a raw BEGIN."""
-    if connection.in_atomic_block:
-        return True
-    if connection.connection is None:
-        return not connection.settings_dict.get("AUTOCOMMIT", True)
-    if not connection.get_autocommit():
-        return True
-    return raw_transaction_open(connection) is True
-
-
-def raw_transaction_open(connection: BaseDatabaseWrapper) -> bool | None:
-    """What the driver says of an open transaction; None where it cannot tell (mysqlclient)."""
+def session(connection: BaseDatabaseWrapper) -> Session:
+    """Whether `connection` is idle in autocommit, inside a transaction, or not to be used at all."""
     raw = connection.connection
     if raw is None:
-        return False
-    if connection.vendor == "sqlite":
-        return bool(raw.in_transaction)
-    if connection.vendor == "postgresql":
+        # Not connected: Django connects in the project's AUTOCOMMIT mode, and with it off, every
+        # statement would open a transaction that the project, not the app, commits.
+        return Session.IDLE if connection.settings_dict.get("AUTOCOMMIT", True) else Session.IN_TRANSACTION
+    if getattr(connection, _OPENED_IN, None) != os.getpid():
+        return Session.UNUSABLE  # inherited through fork(): its session belongs to the parent
+    if connection.in_atomic_block and connection.needs_rollback:
+        return Session.UNUSABLE  # Django refuses every query until the block ends
+    vendor = connection.vendor
+    if vendor == "postgresql":
         from psycopg.pq import TransactionStatus
 
-        return bool(raw.info.transaction_status != TransactionStatus.IDLE)
-    return None
+        status = raw.info.transaction_status
+        if raw.closed or status in (TransactionStatus.UNKNOWN, TransactionStatus.INERROR):
+            return Session.UNUSABLE  # closed or broken (a failover, a terminated backend), or a failed transaction
+        return Session.IDLE if status == TransactionStatus.IDLE else Session.IN_TRANSACTION
+    if vendor == "sqlite":
+        return Session.IN_TRANSACTION if raw.in_transaction else Session.IDLE
+    if connection.in_atomic_block or not connection.get_autocommit():
+        return Session.IN_TRANSACTION
+    # MariaDB: Django's autocommit flag stays true after a raw BEGIN; only the server knows.
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(MYSQL_IN_TRANSACTION)
+            open_ = cursor.fetchone()[0]
+    except (DatabaseError, InterfaceError):
+        return Session.UNUSABLE
+    return Session.IN_TRANSACTION if open_ else Session.IDLE
+
+
+def known_to_hold(connection: BaseDatabaseWrapper, name: str) -> bool:
+    """What is known without asking the server: SQLite's write lock, or a row remembered in this atomic() block."""
+    if connection.vendor == "sqlite":
+        return sqlite.holds_write_lock(connection)
+    return _held.get(connection, name) is not None
+
+
+def holds_row(connection: BaseDatabaseWrapper, name: str) -> bool:
+    """Whether the caller's open transaction on `connection` holds row `name`; asks the server if not known.
+
+    Any error asking (a connection lost meanwhile) is a no: the allocation then commits privately.
+    """
+    if known_to_hold(connection, name):
+        return True
+    if connection.vendor == "sqlite" or session(connection) is not Session.IN_TRANSACTION:
+        return False
+    try:
+        held = _mysql_holds(connection, name) if connection.vendor == "mysql" else _postgresql_holds(connection, name)
+    except (Error, InterfaceError):
+        return False
+    if held:
+        remember(connection, name)
+    return held
+
+
+def remember(connection: BaseDatabaseWrapper, name: str) -> None:
+    """Row `name` is held by the caller's transaction (it was created or taken there) until that transaction ends."""
+    if connection.vendor != "sqlite" and _held.get(connection, name) is None:
+        _held.keep(connection, connection.alias, name, Held(0, -1))
+
+
+def forget() -> None:
+    """Forget every remembered row (tests that clear the table)."""
+    _held.clear()
 
 
 def committed(connection: BaseDatabaseWrapper) -> bool:
-    """Whether the statements just sent on an autocommit connection are committed: no transaction is left open.
+    """Whether what was just sent on a connection believed to be in autocommit is committed.
 
-    This is asked of the driver, not of Django's flag, so an `init_command` or server default that
-    turned autocommit off on the session is caught too.
+    Asked of the driver, not of Django's flag, so an `init_command` or server default that turned
+    autocommit off on the session is caught too.
     """
-    open_ = raw_transaction_open(connection)
-    if open_ is not None:
-        return not open_
-    return bool(connection.connection.get_autocommit())  # mysqlclient reads the server's status flags
+    raw = connection.connection
+    if connection.vendor == "sqlite":
+        return not raw.in_transaction
+    if connection.vendor == "postgresql":
+        from psycopg.pq import TransactionStatus
+
+        return bool(raw.info.transaction_status == TransactionStatus.IDLE)
+    return bool(raw.get_autocommit())  # mysqlclient reads the server's status flags
 
 
-def can_carry_allocation(connection: BaseDatabaseWrapper) -> bool:
-    """Whether the caller's connection can commit an allocation itself: autocommit, no transaction, this process's."""
-    opened_in = getattr(connection, _OPENED_IN, None)
-    if connection.connection is not None and opened_in != os.getpid():
-        return False  # inherited through fork(): its session belongs to the parent
-    return not in_transaction(connection)
+def _postgresql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
+    """Created or updated by this transaction (its version's creator is in progress and visible), or locked by it."""
+    sql = statements_for(connection)
+    with in_savepoint(connection, app_settings()["LOCK_TIMEOUT"], keep=False) as cursor:
+        cursor.execute(sql.row_xacts, [name])
+        found = cursor.fetchone()
+        if found is None:
+            return False
+        created, locker, locked = found
+        if created:
+            return True
+        if not locked:
+            return False
+        try:
+            cursor.execute(sql.lock_nowait, [name])
+        except OperationalError as exc:
+            if _sqlstate(exc) == "55P03":
+                return False  # another transaction holds it
+            raise
+        # Locked too: the earlier locker is this transaction, unless it ended meanwhile (the row was free).
+        cursor.execute(PG_XACT_IN_PROGRESS, [locker])
+        return bool(cursor.fetchone()[0])
+
+
+def _mysql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
+    """A row the caller sees that the committed table lacks is its own insert; a locked row, InnoDB says whose."""
+    from .dbconn import pool
+
+    sql = statements_for(connection)
+    with connection.cursor() as cursor:
+        cursor.execute(sql.select_row, [name])
+        seen = cursor.fetchone() is not None
+    with pool.borrow(connection.alias) as private:
+        with private.cursor() as cursor:
+            cursor.execute(sql.select_row, [name])
+            committed_row = cursor.fetchone() is not None
+        if not committed_row:
+            return seen  # an insert nobody committed, visible to the caller: the caller's own
+        return _mysql_blocker_is(connection, private, sql.probe_wait, name)
+
+
+def _mysql_blocker_is(caller: BaseDatabaseWrapper, private: BaseDatabaseWrapper, probe: Any, name: str) -> bool:
+    """Send `private` to wait for the row, and ask InnoDB on the caller's connection whose lock it waits for."""
+    raw = private.connection
+    waiter = raw.thread_id()
+    raw.send_query(probe.replace("%s", raw.literal(name).decode()).encode())
+    finished = False
+    try:
+        with caller.cursor() as cursor:
+            deadline = time.monotonic() + PROBE_SECONDS
+            while True:
+                try:
+                    cursor.execute(MYSQL_BLOCKERS_OF, [waiter])
+                except DatabaseError as exc:
+                    if _mysql_code(exc) in _MYSQL_NO_PRIVILEGE:
+                        logger.warning(
+                            "The database user lacks the PROCESS privilege: a Sequence row locked by the caller's "
+                            "own transaction cannot be recognised on MariaDB, and numbers of it wait for that "
+                            "transaction (at most LOCK_TIMEOUT)."
+                        )
+                        return False
+                    raise
+                blockers = {row[0] for row in cursor.fetchall()}
+                if blockers:
+                    return caller.connection.thread_id() in blockers
+                finished = bool(select.select([raw.fileno()], [], [], 0)[0])
+                if finished or time.monotonic() >= deadline:
+                    return False  # the waiter got the row at once: nobody holds it
+                time.sleep(0.002)
+    finally:
+        _end_probe(caller, raw, waiter, finished)
+
+
+def _end_probe(caller: BaseDatabaseWrapper, raw: Any, waiter: int, finished: bool) -> None:
+    """Stop the waiting statement (or collect its answer) so the private connection is clean again."""
+    if not finished:
+        with suppress(Error, InterfaceError), caller.cursor() as cursor:
+            cursor.execute(MYSQL_KILL_QUERY, [waiter])
+    try:
+        raw.read_query_result()
+        result = raw.store_result()
+        if result is not None:
+            result.fetch_row(0)
+    except Exception as exc:  # the driver's own errors: interrupted, or timed out waiting
+        if getattr(exc, "args", (None,))[0] not in (1317, 1205):
+            raise OperationalError(str(exc)) from exc  # the pool drops the connection
+
+
+def _sqlstate(exc: DatabaseError) -> str | None:
+    return getattr(exc.__cause__, "sqlstate", None)
+
+
+def _mysql_code(exc: DatabaseError) -> int | None:
+    args = getattr(exc.__cause__, "args", None) or exc.args
+    return args[0] if args and isinstance(args[0], int) else None

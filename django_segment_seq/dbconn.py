@@ -18,7 +18,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.utils import load_backend
 
 from .conf import app_settings
-from .statements import SESSION_LOCK_TIMEOUT, session_lock_timeout_param
+from .statements import SESSION_LOCK_TIMEOUT, session_lock_timeout_params
 
 # Seconds a private connection may take to connect, unless the project's OPTIONS say otherwise.
 CONNECT_TIMEOUT = 10
@@ -42,7 +42,7 @@ def open_private_connection(alias: str) -> BaseDatabaseWrapper:
     if vendor in SESSION_LOCK_TIMEOUT:
         with connection.cursor() as cursor:
             cursor.execute(
-                SESSION_LOCK_TIMEOUT[vendor], [session_lock_timeout_param(vendor, app_settings()["LOCK_TIMEOUT"])]
+                SESSION_LOCK_TIMEOUT[vendor], session_lock_timeout_params(vendor, app_settings()["LOCK_TIMEOUT"])
             )
     return connection
 

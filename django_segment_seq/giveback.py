@@ -21,9 +21,9 @@ from django.db import InterfaceError, OperationalError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from . import sqlite
-from .allocator import write_transaction
-from .callers import can_carry_allocation, committed
+from . import callers
+from .bounded import write_transaction
+from .callers import Session
 from .ranges import Unused
 from .statements import SQLITE_BUSY_TIMEOUT, sqlite_set_busy_timeout, statements_for
 
@@ -74,12 +74,12 @@ def _give_back_on(alias: str, named: list[tuple[str, Unused]], wait: float, dead
 
     try:
         caller = connections[alias]
-        if sqlite.holds_write_lock(caller):
+        if caller.vendor == "sqlite" and any(callers.known_to_hold(caller, name) for name, _run in named):
             # This thread's own transaction holds the file's write lock: a private connection would wait in vain.
             return 0
-        if caller.connection is not None and can_carry_allocation(caller):
+        if caller.connection is not None and callers.session(caller) is Session.IDLE:
             try:
-                return _send(caller, named, wait, deadline)
+                return _send(caller, named, wait, deadline, on_caller=True)
             except (OperationalError, InterfaceError):
                 if caller.is_usable():
                     raise  # the row or the lock said no, not the session: a private one would wait again
@@ -91,13 +91,20 @@ def _give_back_on(alias: str, named: list[tuple[str, Unused]], wait: float, dead
         return 0
 
 
-def _send(connection: BaseDatabaseWrapper, named: list[tuple[str, Unused]], wait: float, deadline: float) -> int:
+def _send(
+    connection: BaseDatabaseWrapper,
+    named: list[tuple[str, Unused]],
+    wait: float,
+    deadline: float,
+    *,
+    on_caller: bool = False,
+) -> int:
     given = 0
     sql = statements_for(connection, wait)
     with (
         connection.cursor() as cursor,
         _bounded_busy_wait(cursor, connection.vendor, wait),
-        write_transaction(cursor, sql),
+        write_transaction(cursor, sql, callers=on_caller),
     ):
         for name, run in named:
             if time.monotonic() >= deadline:
@@ -110,7 +117,7 @@ def _send(connection: BaseDatabaseWrapper, named: list[tuple[str, Unused]], wait
                 logger.debug("Sequence %r: giving numbers %d to %d back.", name, run.first, run.value)
             else:
                 logger.debug("Sequence %r: moved since; numbers %d+ stay a gap.", name, run.first)
-    if not committed(connection):
+    if not callers.committed(connection):
         # Autocommit turned off on the session behind Django's back: never leave the rows locked.
         connection.connection.rollback()
         logger.warning("Giving sequence numbers back could not commit on %r; they stay a gap.", connection.alias)

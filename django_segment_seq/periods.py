@@ -7,6 +7,7 @@ from typing import TypeVar
 
 from django.db import connections, transaction
 
+from . import callers
 from . import gapless as gapless_path
 from .allocator import ensure_derived_row
 from .cache import ranges
@@ -14,20 +15,17 @@ from .exceptions import SequenceExhausted
 from .models import require_valid_name
 from .routing import sequence_database
 from .scopes import row_name, shown
-from .txblocks import Held, TransactionMemory
 
 T = TypeVar("T")
 
 # (alias, row name) of rows this process has seen committed, so first-use creation is tried once per period.
 _durable: set[tuple[str, str]] = set()
-# Rows created inside a caller's transaction: known there until it ends, durable once it commits.
-_created_in_transaction = TransactionMemory()
 
 
 def forget() -> None:
     """Forget which rows exist (after deleting rows, in tests)."""
     _durable.clear()
-    _created_in_transaction.clear()
+    callers.forget()
 
 
 def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | None, cap: int | None) -> None:
@@ -36,12 +34,10 @@ def ensure_row(alias: str, name: str, *, base_name: str | None, period: str | No
         return
     require_valid_name(name)
     caller = connections[alias]
-    if _created_in_transaction.get(caller, name) is not None:
-        return
+    if caller.vendor != "sqlite" and callers.known_to_hold(caller, name):
+        return  # created inside the caller's transaction, which still stands
     if ensure_derived_row(alias, name, base_name=base_name, period=period, cap=cap):
         _durable.add((alias, name))
-    else:
-        _created_in_transaction.keep(caller, alias, name, Held(0, -1), lambda _held: _durable.add((alias, name)))
 
 
 def take(

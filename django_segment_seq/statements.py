@@ -10,7 +10,14 @@ from typing import NamedTuple
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from .conf import app_settings
+
 _COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}"
+
+# MariaDB: every statement the app sends waits at most the lock timeout for a row lock
+# (innodb_lock_wait_timeout) and for a table or metadata lock (lock_wait_timeout, a day by default:
+# what LOCK TABLES, ALTER TABLE or FLUSH TABLES WITH READ LOCK make others wait for), on any connection.
+MYSQL_BOUND = "SET STATEMENT lock_wait_timeout = {lock_wait}, innodb_lock_wait_timeout = {lock_wait} FOR "
 
 SELECT_ROW = "SELECT " + _COLUMNS_READ + " FROM {table} WHERE {name} = %s"
 
@@ -31,7 +38,7 @@ COMPARE_AND_SET = {
     # A row another transaction holds is skipped (no row changed) instead of waited for.
     "postgresql": _CAS_SET + "WHERE {id} = (SELECT {id} FROM {table} WHERE " + _CAS_WHERE + " FOR UPDATE SKIP LOCKED)",
     # MariaDB cannot skip inside an UPDATE; the statement's own lock wait is bounded instead.
-    "mysql": "SET STATEMENT innodb_lock_wait_timeout = {lock_wait} FOR " + _CAS_SET + "WHERE " + _CAS_WHERE,
+    "mysql": _CAS_SET + "WHERE " + _CAS_WHERE,
     "sqlite": _CAS_SET + "WHERE " + _CAS_WHERE,
 }
 # A give-back at a clean exit: the same compare-and-set, moving the row back to just before the first
@@ -84,18 +91,61 @@ LOCK_ROW = {
 }
 
 # Set once on every private connection: no lock is waited for longer than the lock timeout, whatever
-# the server's default (PostgreSQL: none; MariaDB: 50 s).
+# the server's default (PostgreSQL: none; MariaDB: 50 s for a row, a day for a table).
 SESSION_LOCK_TIMEOUT = {
     "postgresql": "SELECT set_config('lock_timeout', %s, false)",
-    "mysql": "SET SESSION innodb_lock_wait_timeout = %s",
+    "mysql": "SET SESSION innodb_lock_wait_timeout = %s, lock_wait_timeout = %s",
 }
 
+# PostgreSQL, on the caller's own connection, whose session settings are the project's: the lock
+# timeout is set for our statements only. Idle in autocommit, they run in a transaction of their own
+# (one round trip for both statements, no parameters); inside the caller's transaction, in a
+# savepoint, with the caller's own setting read first and put back after.
+PG_BEGIN_BOUNDED = "BEGIN; SET LOCAL lock_timeout = '{lock_ms}ms'"
+PG_SWAP_LOCK_TIMEOUT = "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)"
+PG_SET_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %s, true)"
 
-def session_lock_timeout_param(vendor: str, seconds: float) -> str | int:
-    """The parameter of SESSION_LOCK_TIMEOUT: milliseconds on PostgreSQL, whole seconds on MariaDB."""
+# Savepoints the app sets in a caller's transaction (atomic() or a raw BEGIN alike), so an error of
+# its statements never breaks that transaction.
+SAVEPOINT = "SAVEPOINT {savepoint}"
+ROLLBACK_TO_SAVEPOINT = "ROLLBACK TO SAVEPOINT {savepoint}"
+RELEASE_SAVEPOINT = "RELEASE SAVEPOINT {savepoint}"
+
+# MariaDB: whether the session has a transaction open; Django's get_autocommit() stays true after a
+# raw BEGIN or START TRANSACTION, the server knows.
+MYSQL_IN_TRANSACTION = "SELECT @@in_transaction"
+
+# MariaDB: which session's transaction a waiting session waits for. A row lock is visible to other
+# sessions only while somebody waits for it, so a private connection is sent to wait for the row
+# (PROBE_WAIT, sent without waiting for its answer) while the caller's connection asks this.
+# Needs the PROCESS privilege.
+MYSQL_BLOCKERS_OF = (
+    "SELECT b.trx_mysql_thread_id FROM information_schema.INNODB_LOCK_WAITS w "
+    "JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id "
+    "JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id "
+    "WHERE r.trx_mysql_thread_id = %s"
+)
+MYSQL_PROBE_WAIT = (
+    "SET STATEMENT lock_wait_timeout = 1, innodb_lock_wait_timeout = 1 FOR "
+    "SELECT {id} FROM {table} WHERE {name} = %s FOR UPDATE"
+)
+MYSQL_KILL_QUERY = "KILL QUERY %s"
+
+
+def session_lock_timeout_params(vendor: str, seconds: float) -> list[str | int]:
+    """The parameters of SESSION_LOCK_TIMEOUT: milliseconds on PostgreSQL, whole seconds (twice) on MariaDB."""
     if vendor == "postgresql":
-        return f"{max(1, round(seconds * 1000))}ms"
-    return mysql_lock_wait(seconds)
+        return [pg_lock_timeout(seconds)]
+    return [mysql_lock_wait(seconds)] * 2
+
+
+def pg_lock_timeout(seconds: float) -> str:
+    """PostgreSQL's lock_timeout as a setting's text, in whole milliseconds, at least 1."""
+    return f"{pg_lock_ms(seconds)}ms"
+
+
+def pg_lock_ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
 
 
 def mysql_lock_wait(seconds: float) -> int:
@@ -103,13 +153,30 @@ def mysql_lock_wait(seconds: float) -> int:
     return max(1, -int(-seconds // 1))
 
 
-# PostgreSQL: whether the caller's own transaction (or one of its live savepoints) created, updated or
-# locked the row: the row's xmin or xmax is a transaction id this session holds.
-CALLER_HOLDS_ROW = (
-    "SELECT 1 FROM {table} s WHERE s.{name} = %s AND EXISTS (SELECT 1 FROM pg_locks l WHERE "
-    "l.pid = pg_backend_pid() AND l.locktype = 'transactionid' "
-    "AND (l.transactionid = s.xmin OR l.transactionid = s.xmax))"
+# PostgreSQL: whether the caller's own transaction holds the row, from the row's xmin and xmax and the
+# transaction status of each (pg_locks lists no subtransaction once its savepoint is released). A row
+# version the caller sees whose creator is still in progress was created or updated by the caller's
+# own transaction: no other's uncommitted version is visible. A locker still in progress is the
+# caller's if the caller can lock the row too (FOR UPDATE NOWAIT conflicts with every other lock)
+# while that locker is still in progress; the probe's savepoint is rolled back, releasing a lock it took.
+# An xid is made a full xid8 with the epoch of the current snapshot (live xids lie within 2^31 of it).
+_XID8 = (
+    "(((t.top >> 32) - CASE WHEN {x}::text::bigint - (t.top & 4294967295) > 2147483648 THEN 1 ELSE 0 END) << 32"
+    " | {x}::text::bigint)::text::xid8"
 )
+_IN_PROGRESS = "CASE WHEN {x}::text::bigint = 0 THEN false ELSE pg_xact_status(" + _XID8 + ") = 'in progress' END"
+_TOP = "(SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS top) t"
+PG_ROW_XACTS = (
+    "SELECT "
+    + _IN_PROGRESS.replace("{x}", "s.{xmin}")
+    + ", s.{xmax}::text::bigint, "
+    + _IN_PROGRESS.replace("{x}", "s.{xmax}")
+    + " FROM {table} s, "
+    + _TOP
+    + " WHERE s.{name} = %s"
+)
+PG_LOCK_NOWAIT = "SELECT 1 FROM {table} WHERE {name} = %s FOR UPDATE NOWAIT"
+PG_XACT_IN_PROGRESS = "SELECT " + _IN_PROGRESS.replace("{x}", "p.x") + " FROM " + _TOP + ", (SELECT %s::bigint AS x) p"
 
 # Every column a statement names, by model field name.
 _COLUMNS = (
@@ -129,6 +196,8 @@ _COLUMNS = (
 
 
 class Statements(NamedTuple):
+    """The app's statements on one vendor, names quoted; on MariaDB each carries its lock bound."""
+
     select_row: str
     select_row_unless_locked: str
     compare_and_set: str
@@ -138,25 +207,45 @@ class Statements(NamedTuple):
     begin_write: str | None
     insert_if_missing: str
     lock_row: str
-    caller_holds_row: str | None
+    row_xacts: str | None
+    lock_nowait: str | None
+    # Sent first on the caller's idle connection to bound lock waits (PostgreSQL), or None.
+    begin_bounded: str | None
+    probe_wait: str | None
+
+
+def _bounded(vendor: str, statement: str) -> str:
+    return MYSQL_BOUND + statement if vendor == "mysql" else statement
 
 
 @cache
-def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int) -> Statements:
-    names = dict(quote, lock_wait=str(lock_wait))
+def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int, lock_ms: int) -> Statements:
+    names = dict(quote, lock_wait=str(lock_wait), lock_ms=str(lock_ms))
     if vendor not in IF_MISSING:
         raise NotImplementedError(f"django-segment-seq supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}.")
+
+    def bounded(statement: str) -> str:
+        return _bounded(vendor, statement).format(**names)
+
+    # Gapless takers queue for the row behind each other's transactions by design (the database's own
+    # row lock wait); on MariaDB the wait for a table or metadata lock is bounded all the same.
+    lock_row = LOCK_ROW[vendor].format(**names)
     return Statements(
-        select_row=SELECT_ROW.format(**names),
-        select_row_unless_locked=SELECT_ROW_UNLESS_LOCKED[vendor].format(**names),
-        compare_and_set=COMPARE_AND_SET[vendor].format(**names),
-        compare_and_set_locked=COMPARE_AND_SET_LOCKED.format(**names),
-        give_back=GIVE_BACK[vendor].format(**names),
+        select_row=bounded(SELECT_ROW),
+        select_row_unless_locked=bounded(SELECT_ROW_UNLESS_LOCKED[vendor]),
+        compare_and_set=bounded(COMPARE_AND_SET[vendor]),
+        compare_and_set_locked=bounded(COMPARE_AND_SET_LOCKED),
+        give_back=bounded(GIVE_BACK[vendor]),
         take_write_lock=TAKE_WRITE_LOCK.format(**names) if vendor == "sqlite" else None,
         begin_write=BEGIN_WRITE.get(vendor),
-        insert_if_missing=(_INSERT + IF_MISSING[vendor]).format(**names),
-        lock_row=LOCK_ROW[vendor].format(**names),
-        caller_holds_row=CALLER_HOLDS_ROW.format(**names) if vendor == "postgresql" else None,
+        insert_if_missing=bounded(_INSERT + IF_MISSING[vendor]),
+        lock_row=("SET STATEMENT lock_wait_timeout = {lock_wait} FOR ".format(**names) + lock_row)
+        if vendor == "mysql"
+        else lock_row,
+        row_xacts=PG_ROW_XACTS.format(xmin="xmin", xmax="xmax", **names) if vendor == "postgresql" else None,
+        lock_nowait=PG_LOCK_NOWAIT.format(**names) if vendor == "postgresql" else None,
+        begin_bounded=PG_BEGIN_BOUNDED.format(**names) if vendor == "postgresql" else None,
+        probe_wait=MYSQL_PROBE_WAIT.format(**names) if vendor == "mysql" else None,
     )
 
 
@@ -172,6 +261,13 @@ def _quoted_names(connection: BaseDatabaseWrapper) -> tuple[tuple[str, str], ...
     return tuple(sorted(names.items()))
 
 
-def statements_for(connection: BaseDatabaseWrapper, lock_timeout: float = 1.0) -> Statements:
-    """The statements for this connection's vendor, with names quoted its way and lock waits bounded."""
-    return _for_vendor(connection.vendor, _quoted_names(connection), mysql_lock_wait(lock_timeout))
+def statements_for(connection: BaseDatabaseWrapper, lock_timeout: float | None = None) -> Statements:
+    """The statements for this connection's vendor, with names quoted its way and lock waits bounded.
+
+    The bound is `lock_timeout` seconds, LOCK_TIMEOUT when not given.
+    """
+    if lock_timeout is None:
+        lock_timeout = app_settings()["LOCK_TIMEOUT"]
+    return _for_vendor(
+        connection.vendor, _quoted_names(connection), mysql_lock_wait(lock_timeout), pg_lock_ms(lock_timeout)
+    )

@@ -18,7 +18,7 @@ from django.test.runner import DiscoverRunner as DjangoDiscoverRunner
 from django.utils import timezone
 
 from .api import clear_cache, close_connections
-from .callers import in_transaction
+from .callers import Session, session
 from .dbconn import pool
 from .routing import sequence_database
 
@@ -79,7 +79,7 @@ def clean_after_test(since: datetime.datetime, using: str | None = None) -> bool
     clear_cache()
     alias = using or sequence_database()
     caller = connections[alias]
-    durable = not in_transaction(caller)
+    durable = session(caller) is Session.IDLE
     if durable or caller.vendor == "sqlite":
         _clean(caller, since)
     else:
