@@ -242,25 +242,33 @@ def _compare_and_set(
     on_caller: bool,
 ) -> None:
     sql = statements_for(connection, settings["LOCK_TIMEOUT"])
-    # On the caller's connection PostgreSQL bounds lock waits in a transaction of the app's own, which
-    # a lost race aborts: the whole attempt is then retried, with a fresh snapshot.
-    retry_whole = on_caller and sql.begin_write is None and sql.begin_bounded is not None
-    while True:
-        try:
-            with connection.cursor() as cursor, write_transaction(cursor, sql, callers=on_caller):
-                row, block = _take(
-                    connection, cursor, sql, alias, name, wanted, settings, result, prefer, create, retry_whole
-                )
-            break
-        except _LostRace:
-            continue
-        except DatabaseError as exc:
-            if _is_lock_timeout(exc):
-                raise RowBusy(str(exc)) from exc
-            if retry_whole and _lost_race(exc):
+    try:
+        with connection.cursor() as cursor, write_transaction(cursor, sql, callers=on_caller):
+            while True:
+                try:
+                    row = _read_unless_locked(cursor, sql, name, result)
+                except DatabaseError as exc:
+                    # A locking read under a REPEATABLE READ or SERIALIZABLE server default can lose too.
+                    if not _lost_race(exc):
+                        raise
+                    _lost(result, name, settings)
+                    continue
+                if row is None:
+                    if not create:
+                        raise _RowMissing
+                    result.round_trips += 1
+                    _create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
+                    continue
+                block = next_block(name, row, wanted, prefer)
+                now = connection.ops.adapt_datetimefield_value(timezone.now())
+                result.round_trips += 1
+                if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, name, row.value, row.version]):
+                    break
                 _lost(result, name, settings)
-                continue
-            raise
+    except DatabaseError as exc:
+        if _is_lock_timeout(exc):
+            raise RowBusy(str(exc)) from exc
+        raise
     if not callers.committed(connection):
         # Autocommit was turned off on the session behind Django's back (an init_command, a server
         # default): the block would vanish with the session, so it is never handed out.
@@ -272,57 +280,6 @@ def _compare_and_set(
         )
     result.block, result.step, result.version = block, row.step, row.version + 1
     result.row = row
-
-
-class _LostRace(Exception):
-    """A compare-and-set lost inside a transaction of the app's own: retried in a new one."""
-
-
-def _take(
-    connection: BaseDatabaseWrapper,
-    cursor: Any,
-    sql: Statements,
-    alias: str,
-    name: str,
-    wanted: int,
-    settings: dict[str, Any],
-    result: Allocation,
-    prefer: int,
-    create: bool,
-    retry_whole: bool,
-) -> tuple[Row, Block]:
-    """Read the row (creating it if allowed) and move it past a new block; loops on lost compare-and-sets.
-
-    With `retry_whole` a lost race ends the attempt instead (the transaction it ran in is rolled back).
-    """
-    while True:
-        try:
-            row = _read_unless_locked(cursor, sql, name, result)
-        except DatabaseError as exc:
-            # A locking read under a REPEATABLE READ or SERIALIZABLE server default can lose too.
-            if retry_whole or not _lost_race(exc):
-                raise
-            _lost(result, name, settings)
-            continue
-        if row is None:
-            if not create:
-                raise _RowMissing
-            result.round_trips += 1
-            _create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
-            continue
-        block = next_block(name, row, wanted, prefer)
-        now = connection.ops.adapt_datetimefield_value(timezone.now())
-        result.round_trips += 1
-        params = [block.last, now, name, row.value, row.version]
-        if retry_whole:
-            cursor.execute(sql.compare_and_set, params)  # a serialization failure ends the attempt
-            if cursor.rowcount == 1:
-                return row, block
-            _lost(result, name, settings)
-            raise _LostRace
-        if _try_compare_and_set(cursor, sql.compare_and_set, params):
-            return row, block
-        _lost(result, name, settings)
 
 
 def _lost(result: Allocation, name: str, settings: dict[str, Any]) -> None:

@@ -2,8 +2,8 @@
 
 The caller's session settings are the project's, so the app bounds its own statements without
 changing them for longer than those statements run: on MariaDB each statement carries its bound
-(see statements.MYSQL_BOUND); on PostgreSQL the lock timeout is set for a transaction of the app's
-own, or for a savepoint inside the caller's transaction and put back after.
+(see statements.MYSQL_BOUND); on PostgreSQL the lock timeout is set around the app's statements,
+for the session or for a savepoint inside the caller's transaction, and put back after.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from .statements import (
     COMMIT,
     PG_SET_LOCK_TIMEOUT,
+    PG_SET_SESSION_LOCK_TIMEOUT,
     PG_SWAP_LOCK_TIMEOUT,
+    PG_SWAP_SESSION_LOCK_TIMEOUT,
     RELEASE_SAVEPOINT,
     ROLLBACK,
     ROLLBACK_TO_SAVEPOINT,
@@ -72,22 +74,39 @@ def in_savepoint(connection: BaseDatabaseWrapper, lock_timeout: float, *, keep: 
 
 @contextmanager
 def write_transaction(cursor: Any, sql: Statements, *, callers: bool = False) -> Iterator[None]:
-    """The app's own writes on a connection outside any transaction, committed together.
+    """The app's own writes on a connection outside any transaction.
 
-    SQLite: BEGIN IMMEDIATE ... COMMIT, so the write lock is taken before reading. PostgreSQL, on
-    the caller's connection (`callers`): BEGIN with a local lock timeout, since the session's own
-    setting is the project's; a private connection has the bound for its whole session. Elsewhere
-    each statement commits by itself.
+    SQLite: BEGIN IMMEDIATE ... COMMIT, so the write lock is taken before reading; elsewhere each
+    statement commits by itself. On the caller's connection (`callers`) PostgreSQL's lock timeout
+    is the project's setting: it is set for these statements and put back after them (a private
+    connection has the bound for its whole session; MariaDB's statements carry theirs).
     """
-    begin = sql.begin_write or (sql.begin_bounded if callers else None)
-    if begin is None:
+    with _callers_lock_timeout(cursor, callers):
+        if sql.begin_write is None:
+            yield
+            return
+        cursor.execute(sql.begin_write)
+        try:
+            yield
+        except BaseException:
+            with suppress(DatabaseError, InterfaceError):  # the connection is broken; it is dropped or recycled
+                cursor.execute(ROLLBACK)
+            raise
+        cursor.execute(COMMIT)
+
+
+@contextmanager
+def _callers_lock_timeout(cursor: Any, needed: bool) -> Iterator[None]:
+    """PostgreSQL: LOCK_TIMEOUT for the session while the app's statements run, the caller's own value after."""
+    if not needed or cursor.db.vendor != "postgresql":
         yield
         return
-    cursor.execute(begin)
+    from .conf import app_settings
+
+    cursor.execute(PG_SWAP_SESSION_LOCK_TIMEOUT, [pg_lock_timeout(app_settings()["LOCK_TIMEOUT"])])
+    restore = cursor.fetchone()[0]
     try:
         yield
-    except BaseException:
-        with suppress(DatabaseError, InterfaceError):  # the connection is broken; it is dropped or recycled
-            cursor.execute(ROLLBACK)
-        raise
-    cursor.execute(COMMIT)
+    finally:
+        with suppress(DatabaseError, InterfaceError):  # a dead session keeps no setting
+            cursor.execute(PG_SET_SESSION_LOCK_TIMEOUT, [restore])

@@ -83,11 +83,13 @@ def session(connection: BaseDatabaseWrapper) -> Session:
         status = raw.info.transaction_status
         if raw.closed or status in (TransactionStatus.UNKNOWN, TransactionStatus.INERROR):
             return Session.UNUSABLE  # closed or broken (a failover, a terminated backend), or a failed transaction
+    # Django's own transaction, begun or about to begin with the next statement (psycopg sends BEGIN then).
+    if connection.in_atomic_block or not connection.get_autocommit():
+        return Session.IN_TRANSACTION
+    if vendor == "postgresql":
         return Session.IDLE if status == TransactionStatus.IDLE else Session.IN_TRANSACTION
     if vendor == "sqlite":
         return Session.IN_TRANSACTION if raw.in_transaction else Session.IDLE
-    if connection.in_atomic_block or not connection.get_autocommit():
-        return Session.IN_TRANSACTION
     # MariaDB: Django's autocommit flag stays true after a raw BEGIN; only the server knows.
     try:
         with connection.cursor() as cursor:

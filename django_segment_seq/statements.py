@@ -98,12 +98,13 @@ SESSION_LOCK_TIMEOUT = {
 }
 
 # PostgreSQL, on the caller's own connection, whose session settings are the project's: the lock
-# timeout is set for our statements only. Idle in autocommit, they run in a transaction of their own
-# (one round trip for both statements, no parameters); inside the caller's transaction, in a
-# savepoint, with the caller's own setting read first and put back after.
-PG_BEGIN_BOUNDED = "BEGIN; SET LOCAL lock_timeout = '{lock_ms}ms'"
+# timeout is set for the app's statements only, the caller's own value read in the same round trip
+# and put back after them (locally to a savepoint inside the caller's transaction, for the session
+# on a connection idle in autocommit).
 PG_SWAP_LOCK_TIMEOUT = "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)"
 PG_SET_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %s, true)"
+PG_SWAP_SESSION_LOCK_TIMEOUT = "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, false)"
+PG_SET_SESSION_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %s, false)"
 
 # Savepoints the app sets in a caller's transaction (atomic() or a raw BEGIN alike), so an error of
 # its statements never breaks that transaction.
@@ -209,8 +210,6 @@ class Statements(NamedTuple):
     lock_row: str
     row_xacts: str | None
     lock_nowait: str | None
-    # Sent first on the caller's idle connection to bound lock waits (PostgreSQL), or None.
-    begin_bounded: str | None
     probe_wait: str | None
 
 
@@ -244,7 +243,6 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int,
         else lock_row,
         row_xacts=PG_ROW_XACTS.format(xmin="xmin", xmax="xmax", **names) if vendor == "postgresql" else None,
         lock_nowait=PG_LOCK_NOWAIT.format(**names) if vendor == "postgresql" else None,
-        begin_bounded=PG_BEGIN_BOUNDED.format(**names) if vendor == "postgresql" else None,
         probe_wait=MYSQL_PROBE_WAIT.format(**names) if vendor == "mysql" else None,
     )
 
