@@ -22,6 +22,7 @@ import logging
 import os
 import select
 import time
+import uuid
 from contextlib import suppress
 from enum import Enum
 from typing import Any
@@ -43,8 +44,11 @@ logger = logging.getLogger("django_segment_seq")
 _OPENED_IN = "_segment_seq_opened_in"
 
 # MariaDB: how long the caller's connection looks for a private connection's wait to appear in InnoDB's
-# lock tables; the waiter itself gives up after one second.
-PROBE_SECONDS = 0.5
+# lock tables (the waiter itself gives up after one second); how long a waiter that gets the row at
+# once takes to say so; and the interval between two reads of the lock tables.
+PROBE_SECONDS = 0.6
+FIRST_ANSWER_SECONDS = 0.02
+LOCK_TABLES_REFRESH = 0.12
 # MySQL error numbers: access denied for lack of a privilege (PROCESS, for InnoDB's lock tables).
 _MYSQL_NO_PRIVILEGE = frozenset({1227, 1142, 1044})
 
@@ -194,17 +198,25 @@ def _mysql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
 
 
 def _mysql_blocker_is(caller: BaseDatabaseWrapper, private: BaseDatabaseWrapper, probe: Any, name: str) -> bool:
-    """Send `private` to wait for the row, and ask InnoDB on the caller's connection whose lock it waits for."""
+    """Send `private` to wait for the row, and ask InnoDB on the caller's connection whose lock it waits for.
+
+    InnoDB refreshes its lock tables for readers at most every 0.1 s, and only when nobody read them in
+    the last 0.1 s, so they are read at longer intervals than that. A waiter that gets the row at
+    once shows that nobody holds it.
+    """
     raw = private.connection
     waiter = raw.thread_id()
-    raw.send_query(probe.replace("%s", raw.literal(name).decode()).encode())
-    finished = False
+    token = uuid.uuid4().hex
+    raw.send_query((probe % (raw.literal(name).decode(), token)).encode())
+    finished = _answered(raw, FIRST_ANSWER_SECONDS)
     try:
+        if finished:
+            return False
         with caller.cursor() as cursor:
             deadline = time.monotonic() + PROBE_SECONDS
             while True:
                 try:
-                    cursor.execute(MYSQL_BLOCKERS_OF, [waiter])
+                    cursor.execute(MYSQL_BLOCKERS_OF, [waiter, f"%{token}%"])
                 except DatabaseError as exc:
                     if _mysql_code(exc) in _MYSQL_NO_PRIVILEGE:
                         logger.warning(
@@ -217,12 +229,16 @@ def _mysql_blocker_is(caller: BaseDatabaseWrapper, private: BaseDatabaseWrapper,
                 blockers = {row[0] for row in cursor.fetchall()}
                 if blockers:
                     return caller.connection.thread_id() in blockers
-                finished = bool(select.select([raw.fileno()], [], [], 0)[0])
+                finished = _answered(raw, LOCK_TABLES_REFRESH)
                 if finished or time.monotonic() >= deadline:
-                    return False  # the waiter got the row at once: nobody holds it
-                time.sleep(0.002)
+                    return False  # the row came free (nobody holds it), or InnoDB never showed the wait
     finally:
         _end_probe(caller, raw, waiter, finished)
+
+
+def _answered(raw: Any, seconds: float) -> bool:
+    """Whether the statement sent on `raw` has answered within `seconds`."""
+    return bool(select.select([raw.fileno()], [], [], seconds)[0])
 
 
 def _end_probe(caller: BaseDatabaseWrapper, raw: Any, waiter: int, finished: bool) -> None:

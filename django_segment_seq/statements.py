@@ -118,17 +118,18 @@ MYSQL_IN_TRANSACTION = "SELECT @@in_transaction"
 
 # MariaDB: which session's transaction a waiting session waits for. A row lock is visible to other
 # sessions only while somebody waits for it, so a private connection is sent to wait for the row
-# (PROBE_WAIT, sent without waiting for its answer) while the caller's connection asks this.
-# Needs the PROCESS privilege.
+# (PROBE_WAIT, sent without waiting for its answer, marked with a token of its own) while the caller's
+# connection asks this. InnoDB's lock tables are a cache that may be older than the wait: the token
+# tells the wait asked about from an earlier one. Needs the PROCESS privilege.
 MYSQL_BLOCKERS_OF = (
     "SELECT b.trx_mysql_thread_id FROM information_schema.INNODB_LOCK_WAITS w "
     "JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id "
     "JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id "
-    "WHERE r.trx_mysql_thread_id = %s"
+    "WHERE r.trx_mysql_thread_id = %s AND r.trx_query LIKE %s"
 )
 MYSQL_PROBE_WAIT = (
     "SET STATEMENT lock_wait_timeout = 1, innodb_lock_wait_timeout = 1 FOR "
-    "SELECT {id} FROM {table} WHERE {name} = %s FOR UPDATE"
+    "SELECT {id} FROM {table} WHERE {name} = %s FOR UPDATE /* segment_seq probe %s */"
 )
 MYSQL_KILL_QUERY = "KILL QUERY %s"
 
