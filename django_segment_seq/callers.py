@@ -52,6 +52,10 @@ LOCK_TABLES_REFRESH = 0.12
 # MySQL error numbers: access denied for lack of a privilege (PROCESS, for InnoDB's lock tables).
 _MYSQL_NO_PRIVILEGE = frozenset({1227, 1142, 1044})
 
+# PostgreSQL: the longest a question about a row waits for a lock. The caller's own locks never make
+# it wait, so a wait means another transaction holds the table, and the answer is no.
+PROBE_LOCK_TIMEOUT = 0.2
+
 # Rows the caller's current atomic() block is known to hold, per connection and name.
 _held = TransactionMemory()
 
@@ -159,7 +163,7 @@ def committed(connection: BaseDatabaseWrapper) -> bool:
 def _postgresql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
     """Created or updated by this transaction (its version's creator is in progress and visible), or locked by it."""
     sql = statements_for(connection)
-    with in_savepoint(connection, app_settings()["LOCK_TIMEOUT"], keep=False) as cursor:
+    with in_savepoint(connection, min(PROBE_LOCK_TIMEOUT, app_settings()["LOCK_TIMEOUT"]), keep=False) as cursor:
         cursor.execute(sql.row_xacts, [name])
         found = cursor.fetchone()
         if found is None:
