@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import models, transaction
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
+from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
@@ -14,6 +16,8 @@ from .ranges import BIGINT_MAX, BIGINT_MIN
 from .snowflake.models import WorkerLease  # noqa: F401 - the Snowflake worker id leases
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from django.db.models.expressions import Combinable
     from django_stubs_ext import StrOrPromise
 
@@ -257,6 +261,7 @@ class Sequence(models.Model):
         reads the new limits.
         """
         if self._state.adding:
+            # An INSERT, or, for an instance given an existing row's pk, an UPDATE that _do_update() keeps forward.
             super().save(*args, **kwargs)
             self._loaded_value = self.value
             return
@@ -311,3 +316,64 @@ class Sequence(models.Model):
             raise ValidationError({"value": ValidationError(message, params={"stored": stored})})
         self.value = self._loaded_value = stored
         self.version = version
+
+    def _do_update(
+        self,
+        base_qs: models.QuerySet[Any],
+        using: str | None,
+        pk_val: Any,
+        values: Collection[tuple[models.Field[Any, Any], type[models.Model] | None, Any]],
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        """Keep every UPDATE that Django's save machinery sends for a row forward-only.
+
+        Two kinds of write reach the row here rather than through the checks of save(): an instance
+        that never read the row (a new instance given an existing pk, with or without force_update
+        or update_fields), and raw saves (fixtures, `loaddata`), which bypass save() altogether.
+        Whatever the instance holds, the row keeps the higher of its stored value and the
+        instance's, `version` moves one past the stored one, and an empty value or creation time
+        leaves the stored one. A write that would leave the value above the maximum is refused,
+        as save() refuses it. The instance then shows value and version as stored.
+
+        *args/**kwargs: Django 6.0 added returning_fields, and returns rows rather than a bool.
+        """
+        written: list[tuple[models.Field[Any, Any], type[models.Model] | None, Any]] = []
+        value: Any = F("value")  # the value and maximum the row will have, for the check
+        max_value: Any = F("max_value")
+        new_max: Any = None
+        keep_created = False
+        for field, model, new in values:
+            if field.name == "version":
+                continue  # written below, whatever the instance holds
+            if new is None and field.name in ("value", "created"):
+                keep_created |= field.name == "created"
+                continue  # empty: the stored one stays
+            if field.name == "value":
+                new = value = Greatest(F("value"), _expression(new, field), output_field=field)
+            elif field.name == "max_value":
+                new_max, max_value = new, _expression(new, field)
+            written.append((field, model, new))
+        written.append((concrete_field(type(self), "version"), None, F("version") + 1))
+        # The check is part of the UPDATE, so it holds against the row as stored at that moment.
+        checked = base_qs.filter(LessThanOrEqual(value, max_value))
+        updated = super()._do_update(checked, using, pk_val, written, *args, **kwargs)
+        row = base_qs.filter(pk=pk_val)
+        if not updated:
+            stored = row.values_list("value", flat=True).first()
+            if stored is None:
+                return updated  # no such row: Django inserts the instance
+            if isinstance(new_max, int) and stored > new_max:
+                message = _("The maximum must not be below the value: numbers up to %(value)d were already handed out.")
+                raise ValidationError({"max_value": ValidationError(message, params={"value": stored})})
+            raise ValidationError({"value": ValidationError(_("The value must not exceed the maximum."))})
+        fields = ["value", "version", "created"] if keep_created else ["value", "version"]
+        for name, stored_value in zip(fields, row.values_list(*fields).get(), strict=True):
+            setattr(self, name, stored_value)
+        self._loaded_value = self.value
+        return updated
+
+
+def _expression(value: Any, field: models.Field[Any, Any]) -> Any:
+    """`value` as an SQL expression of `field`'s type."""
+    return value if hasattr(value, "resolve_expression") else Value(value, output_field=field)
