@@ -16,8 +16,11 @@ import pytest
 
 
 def _uses_database(item: pytest.Item) -> bool:
-    if item.get_closest_marker("django_db") is not None:
-        return True
+    return item.get_closest_marker("django_db") is not None or _is_django_test_case(item)
+
+
+def _is_django_test_case(item: pytest.Item) -> bool:
+    """A test of one of Django's test case classes (TestCase and TransactionTestCase and their subclasses)."""
     cls = getattr(item, "cls", None)
     if cls is None:
         return False
@@ -31,6 +34,18 @@ def _uses_database(item: pytest.Item) -> bool:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, None]:
     if _uses_database(item) and _django_ready():
+        from .testing import begin_test
+
+        begin_test()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, None]:
+    # A Django test case class's setUpClass (with setUpTestData, in the class's transaction) ran in the
+    # setup of its first test: the test itself begins now, and only what is committed outside that
+    # transaction from here on is its to clean up.
+    if _is_django_test_case(item) and _django_ready():
         from .testing import begin_test
 
         begin_test()

@@ -2,25 +2,30 @@
 
 Numbers are cached per process and ranges are committed on connections of their own, so neither is
 rolled back with a test's transaction. `reset_sequences()` forgets the cache and puts the rows back;
-`clean_after_test()` also removes rows committed outside the test's transaction while it ran; the
-runner and the mixins close the private connections before the test databases are dropped.
+`clean_after_test()` also removes rows committed outside the test's transaction while it ran (and
+leaves the rows a TestCase class's transaction holds, from its setUpTestData, to that transaction's
+rollback); the runner and the mixins close the private connections before the test databases are
+dropped.
 """
 
 from __future__ import annotations
 
 import datetime
+from contextlib import suppress
 from typing import Any
 
-from django.db import connections
+from django.db import DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Q
 from django.test.runner import DiscoverRunner as DjangoDiscoverRunner
 from django.utils import timezone
 
 from .api import clear_cache, close_connections
-from .callers import Session, session
+from .callers import Session, holds_row, session
+from .conf import app_settings
 from .dbconn import pool
 from .routing import sequence_database
+from .statements import MYSQL_BOUND, PG_SET_LOCK_TIMEOUT, mysql_lock_wait, pg_lock_timeout
 
 __all__ = [
     "DiscoverRunner",
@@ -32,8 +37,10 @@ __all__ = [
     "reset_sequences",
 ]
 
-# When the earliest database test whose leftovers are not cleaned up durably yet began.
+# When the earliest database test (or test class) whose leftovers are not cleaned up durably yet began.
 _since: datetime.datetime | None = None
+# When the current test began: rows committed outside its transaction since then are its leftovers.
+_test_began: datetime.datetime | None = None
 
 
 def reset_sequences(*names: str, using: str | None = None) -> None:
@@ -53,58 +60,157 @@ def reset_sequences(*names: str, using: str | None = None) -> None:
 
 
 def begin_test() -> None:
-    """Before a database test: forget the cache, and note when the test began."""
-    global _since
+    """Before a database test (and before a test class's setUpClass): forget the cache, note when it began."""
+    global _since, _test_began
     clear_cache()
+    _test_began = timezone.now()
     if _since is None:
-        _since = timezone.now()
+        _since = _test_began
 
 
 def end_test() -> None:
-    """After a database test, once its transaction is rolled back: clean up, unless already done."""
+    """After a database test, once its own transaction is rolled back: clean up, unless already done.
+
+    Inside a TestCase class only what the test left committed is cleaned; the rest once the class's
+    transaction is rolled back too (the mixin and the plugin call this again then).
+    """
     global _since
-    if _since is not None and clean_after_test(_since):
+    if _since is not None and clean_after_test(_since, test_began=_test_began):
         _since = None
 
 
-def clean_after_test(since: datetime.datetime, using: str | None = None) -> bool:
+def clean_after_test(
+    since: datetime.datetime, using: str | None = None, *, test_began: datetime.datetime | None = None
+) -> bool:
     """After a test: drop rows created since `since` outside its transaction, reset the rest, forget the cache.
 
     A row the allocator created on a private connection (first use of a sequence inside a test's
-    transaction) is committed and would outlive the test. When the test's connection is still inside a
-    transaction (Django's TestCase keeps one open per class) the cleanup commits on a private
-    connection, except on SQLite, where that transaction may hold the file's only write lock: the
-    cleanup is then done inside it, and False says it must be done again once it is rolled back.
+    transaction) is committed and would outlive the test. When the test's connection is still inside
+    a transaction (Django's TestCase keeps one open per class, with the rows of its setUpTestData),
+    only the rows committed outside it since `test_began` (default: `since`) are cleaned, and never
+    one that transaction holds: its rollback restores those. On SQLite that is done inside the
+    transaction, which may hold the file's only write lock; elsewhere on a private connection. False
+    then says the whole cleanup is still due once the transaction is rolled back. No lock is waited
+    for longer than SEGMENT_SEQ's LOCK_TIMEOUT.
     """
     clear_cache()
     alias = using or sequence_database()
     caller = connections[alias]
     durable = session(caller) is Session.IDLE
-    if durable or caller.vendor == "sqlite":
-        _clean(caller, since)
+    if durable:
+        _clean_all(caller, since)
+    elif caller.vendor == "sqlite":
+        _clean_moved_inside(caller, test_began or since)
     else:
         with pool.borrow(alias) as private:
-            _clean(private, since)
-        durable = True
+            _clean_moved_outside(private, caller, test_began or since)
     clear_cache()
     return durable
 
 
-def _clean(connection: BaseDatabaseWrapper, since: datetime.datetime) -> None:
-    from .models import Sequence, column_of
+class _Names:
+    """The Sequence table and the columns the cleanup names, quoted the connection's way."""
 
-    # Raw SQL: a private connection is not one of Django's aliases, so the ORM cannot send it there.
-    meta = Sequence._meta
-    table = connection.ops.quote_name(meta.db_table)
-    created, value, min_value, version = (
-        connection.ops.quote_name(column_of(Sequence, name)) for name in ("created", "value", "min_value", "version")
-    )
-    when = connection.ops.adapt_datetimefield_value(since)
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {table} WHERE {created} >= %s", [when])
-        cursor.execute(
-            f"UPDATE {table} SET {value} = {min_value} - 1, {version} = {version} + 1 WHERE {value} <> {min_value} - 1"
+    def __init__(self, connection: BaseDatabaseWrapper) -> None:
+        from .models import Sequence, column_of
+
+        quote = connection.ops.quote_name
+        self.table = quote(Sequence._meta.db_table)
+        self.id, self.name, self.created, self.modified, self.value, self.min_value, self.version = (
+            quote(column_of(Sequence, field))
+            for field in ("id", "name", "created", "modified", "value", "min_value", "version")
         )
+
+    def reset(self, where: str | None = None) -> str:
+        """An UPDATE that makes the rows (those matching `where`) hand out their min_value next."""
+        value, min_value, version = self.value, self.min_value, self.version
+        return (
+            f"UPDATE {self.table} SET {value} = {min_value} - 1, {version} = {version} + 1 "
+            f"WHERE {value} <> {min_value} - 1" + (f" AND {where}" if where else "")
+        )
+
+
+def _lock_wait() -> float:
+    return float(app_settings()["LOCK_TIMEOUT"])
+
+
+def _bounded(connection: BaseDatabaseWrapper, sql: str) -> str:
+    """`sql` waiting at most LOCK_TIMEOUT for a row or table lock on MariaDB (elsewhere see _bound_transaction)."""
+    if connection.vendor == "mysql":
+        return MYSQL_BOUND.format(lock_wait=mysql_lock_wait(_lock_wait())) + sql
+    return sql
+
+
+def _bound_transaction(cursor: Any, connection: BaseDatabaseWrapper) -> None:
+    """PostgreSQL: no lock is waited for longer than LOCK_TIMEOUT until the current transaction ends."""
+    if connection.vendor == "postgresql":
+        cursor.execute(PG_SET_LOCK_TIMEOUT, [pg_lock_timeout(_lock_wait())])
+
+
+def _clean_all(caller: BaseDatabaseWrapper, since: datetime.datetime) -> None:
+    """Outside any transaction: drop the rows created since `since`, reset every other row."""
+    names = _Names(caller)
+    when = caller.ops.adapt_datetimefield_value(since)
+    with transaction.atomic(using=caller.alias), caller.cursor() as cursor:
+        _bound_transaction(cursor, caller)
+        cursor.execute(_bounded(caller, f"DELETE FROM {names.table} WHERE {names.created} >= %s"), [when])
+        cursor.execute(_bounded(caller, names.reset()))
+
+
+def _clean_moved_inside(caller: BaseDatabaseWrapper, began: datetime.datetime) -> None:
+    """SQLite, inside the caller's transaction: only the rows created or moved since the test began.
+
+    The test's own writes are rolled back already, and the rows the transaction wrote before the test
+    (setUpTestData's) are older: what is left of that age was committed by private connections.
+    """
+    names = _Names(caller)
+    when = caller.ops.adapt_datetimefield_value(began)
+    with caller.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {names.table} WHERE {names.created} >= %s", [when])
+        cursor.execute(names.reset(f"{names.modified} >= %s"), [when])
+
+
+def _clean_moved_outside(private: BaseDatabaseWrapper, caller: BaseDatabaseWrapper, began: datetime.datetime) -> None:
+    """PostgreSQL, MySQL/MariaDB, on a private connection: the committed rows created or moved since the test began.
+
+    Rows the caller's transaction created are not seen here; rows it holds are skipped (FOR UPDATE
+    SKIP LOCKED, then asked of the caller), never waited for. A row another transaction holds is
+    waited for, at most LOCK_TIMEOUT.
+    """
+    names = _Names(private)
+    when = private.ops.adapt_datetimefield_value(began)
+    moved = f"({names.created} >= %s OR {names.modified} >= %s)"
+    with private.cursor() as cursor:
+        cursor.execute("BEGIN")
+        try:
+            _bound_transaction(cursor, private)
+            cursor.execute(f"SELECT {names.id}, {names.name} FROM {names.table} WHERE {moved}", [when, when])
+            found = dict(cursor.fetchall())
+            taken: set[Any] = set()
+            if found:
+                cursor.execute(
+                    f"SELECT {names.id} FROM {names.table} WHERE {moved} FOR UPDATE SKIP LOCKED", [when, when]
+                )
+                taken = {row[0] for row in cursor.fetchall()}
+            for pk, name in found.items():
+                if pk in taken or holds_row(caller, name):
+                    continue
+                cursor.execute(
+                    _bounded(private, f"SELECT {names.id} FROM {names.table} WHERE {names.id} = %s FOR UPDATE"), [pk]
+                )
+                if cursor.fetchone() is not None:
+                    taken.add(pk)
+            if taken:
+                ids = ", ".join(["%s"] * len(taken))
+                cursor.execute(
+                    f"DELETE FROM {names.table} WHERE {names.id} IN ({ids}) AND {names.created} >= %s", [*taken, when]
+                )
+                cursor.execute(names.reset(f"{names.id} IN ({ids})"), [*taken])
+        except BaseException:
+            with suppress(DatabaseError):  # a broken connection: the pool drops it
+                cursor.execute("ROLLBACK")
+            raise
+        cursor.execute("COMMIT")
 
 
 class SequenceTestCaseMixin:
@@ -112,6 +218,13 @@ class SequenceTestCaseMixin:
 
     `class OrderTests(SequenceTestCaseMixin, TestCase): ...`
     """
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        # Before TestCase opens the class's transaction and runs setUpTestData: what that commits on a
+        # private connection (a sequence's first use) is cleaned up after the class.
+        begin_test()
+        super().setUpClass()  # type: ignore[misc]
 
     def _setup_and_call(self, *args: Any, **kwargs: Any) -> None:
         # Wraps one test's setup, run and teardown (_pre_setup may run once per class).

@@ -19,6 +19,8 @@ from tests.conftest import ROOT
 
 USER_PROJECT = ROOT / "tests" / "userproject_testing"
 TEARDOWN_ERROR = "being accessed by other users"
+# A cleanup that waits for a lock the class's own transaction holds ends in one of these.
+LOCK_ERRORS = ("lock timeout", "Lock wait timeout", "SequenceUnavailable")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -98,12 +100,15 @@ def _drop_left_over(name: str) -> None:
             time.sleep(0.5)  # the run's sessions may take a moment to end
 
 
-def test_user_project_pytest_suite_passes_with_each_test_starting_at_one(django_db_blocker):
-    result = _run_user_project(["-m", "pytest", "-q"], "pytest", django_db_blocker)
+@pytest.mark.parametrize("order", ["collected", "reversed"])
+def test_user_project_pytest_suite_passes_with_each_test_starting_at_one(order, django_db_blocker):
+    args = ["-m", "pytest", "-q"] + (["--reverse-order"] if order == "reversed" else [])
+    result = _run_user_project(args, f"pytest_{order}", django_db_blocker)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-5000:]
-    assert "15 passed" in result.stdout, output[-5000:]
+    assert "33 passed" in result.stdout, output[-5000:]
     assert TEARDOWN_ERROR not in output
+    assert not any(error in output for error in LOCK_ERRORS), output[-5000:]
     assert "error" not in result.stdout.splitlines()[-1].lower()
 
 
@@ -124,6 +129,25 @@ def test_user_project_manage_py_test_passes(runner, django_db_blocker):
     assert result.returncode == 0, output[-5000:]
     assert "Ran 7 tests" in output and "\nOK" in output, output[-5000:]
     assert TEARDOWN_ERROR not in output
+    assert "Destroying test database for alias 'default'" in output
+
+
+@pytest.mark.parametrize("order", ["", "--reverse"])
+@pytest.mark.parametrize("runner", ["django_segment_seq.testing.DiscoverRunner", "django.test.runner.DiscoverRunner"])
+def test_user_project_manage_py_test_with_rows_of_set_up_test_data(runner, order, django_db_blocker):
+    """TestCase classes whose setUpTestData creates or resets the row: every test sees it as left there, in any order.
+
+    The cleanup after each test runs while the class's transaction holds those rows: it must leave them
+    to its rollback, never wait for them.
+    """
+    run = ("classrows" if runner.startswith("django_segment_seq") else "classrowsplain") + order.strip("-")
+    args = ["manage.py", "test", "tests.test_class_rows", "tests.test_orders", "-v", "2", "--testrunner", runner]
+    result = _run_user_project([*args, *([order] if order else [])], run, django_db_blocker)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    assert "Ran 16 tests" in output and "\nOK" in output, output[-5000:]
+    assert TEARDOWN_ERROR not in output
+    assert not any(error in output for error in LOCK_ERRORS), output[-5000:]
     assert "Destroying test database for alias 'default'" in output
 
 
