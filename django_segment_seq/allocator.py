@@ -44,7 +44,15 @@ LOST_RACE_MYSQL_CODES = frozenset({1213, 1020})
 LOCK_TIMEOUT_SQLSTATES = frozenset({"55P03"})
 LOCK_TIMEOUT_MYSQL_CODES = frozenset({1205})
 
-__all__ = ["Allocation", "RowBusy", "allocate", "backoff", "create_derived_row", "ensure_derived_row"]
+__all__ = [
+    "Allocation",
+    "RowBusy",
+    "allocate",
+    "backoff",
+    "create_derived_row",
+    "ensure_derived_row",
+    "is_lock_timeout",
+]
 
 
 class RowBusy(Exception):
@@ -219,7 +227,7 @@ def _in_caller_transaction(
     except _RowMissing:
         raise RowBusy("the row is not the caller's") from None
     except DatabaseError as exc:
-        if _is_lock_timeout(exc) or _lost_race(exc):
+        if is_lock_timeout(exc) or _lost_race(exc):
             # Held elsewhere, or moved after this transaction's snapshot: either way not the caller's row.
             raise RowBusy(str(exc)) from exc
         raise
@@ -266,7 +274,7 @@ def _compare_and_set(
                     break
                 _lost(result, name, settings)
     except DatabaseError as exc:
-        if _is_lock_timeout(exc):
+        if is_lock_timeout(exc):
             raise RowBusy(str(exc)) from exc
         raise
     if not callers.committed(connection):
@@ -325,7 +333,7 @@ def _lost_race(exc: DatabaseError) -> bool:
     return sqlstate in LOST_RACE_SQLSTATES or code in LOST_RACE_MYSQL_CODES
 
 
-def _is_lock_timeout(exc: DatabaseError, *, sqlite_too: bool = False) -> bool:
+def is_lock_timeout(exc: DatabaseError, *, sqlite_too: bool = False) -> bool:
     """PostgreSQL 55P03 (lock_timeout), MySQL 1205; with `sqlite_too`, SQLite's "database is locked".
 
     SQLite's error is about the file's one write lock, which every writer contends for: for an
@@ -417,7 +425,7 @@ def create_derived_row(
                 create_base=create_base,
             )
     except DatabaseError as exc:
-        if _is_lock_timeout(exc, sqlite_too=True):
+        if is_lock_timeout(exc, sqlite_too=True):
             raise RowBusy(str(exc)) from exc
         raise
 
@@ -509,7 +517,8 @@ def ensure_derived_row(
                 )
             return True
         except (_RowMissing, RowBusy) as exc:
-            # A base row the committed table lacks, or a row held: the caller's own, or another's.
+            # A base row the committed table lacks, or a row held: the caller's own, or another's
+            # (a table lock held elsewhere makes the question fail at once: no).
             if ask_caller and any(callers.holds_row(caller, row) for row in rows):
                 _create_inside(caller, alias, name, settings, base_name=base_name, period=period, cap=cap)
                 return False
@@ -543,7 +552,7 @@ def _create_inside(
                 cursor.execute(sql.take_write_lock, [name])
             _create_derived_row(caller, cursor, alias, name, settings, base_name=base_name, period=period, cap=cap)
     except DatabaseError as exc:
-        if _is_lock_timeout(exc, sqlite_too=True):
+        if is_lock_timeout(exc, sqlite_too=True):
             raise SequenceUnavailable(name, alias, 1, RowBusy(str(exc))) from exc
         raise
     except TRANSIENT_ERRORS as exc:

@@ -26,8 +26,11 @@ from .statements import (
     ROLLBACK,
     ROLLBACK_TO_SAVEPOINT,
     SAVEPOINT,
+    SESSION_LOCK_TIMEOUT,
+    SESSION_LOCK_WAITS,
     Statements,
     pg_lock_timeout,
+    session_lock_timeout_params,
 )
 
 # Savepoint names of the app's own, distinct from Django's (s<thread>_x<n>) and from each other.
@@ -110,3 +113,29 @@ def _callers_lock_timeout(cursor: Any, needed: bool) -> Iterator[None]:
     finally:
         with suppress(DatabaseError, InterfaceError):  # a dead session keeps no setting
             cursor.execute(PG_SET_SESSION_LOCK_TIMEOUT, [restore])
+
+
+@contextmanager
+def session_bounds(connection: BaseDatabaseWrapper) -> Iterator[None]:
+    """LOCK_TIMEOUT for every lock wait of `connection`'s session while the block runs, its own values after.
+
+    For the app's own work on a connection nobody else uses at that moment (a management command);
+    SQLite waits with the connection's own timeout.
+    """
+    from .conf import app_settings
+
+    vendor = connection.vendor
+    if vendor not in SESSION_LOCK_TIMEOUT:
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(SESSION_LOCK_WAITS[vendor])
+        restore = list(cursor.fetchone())
+        cursor.execute(
+            SESSION_LOCK_TIMEOUT[vendor], session_lock_timeout_params(vendor, app_settings()["LOCK_TIMEOUT"])
+        )
+    try:
+        yield
+    finally:
+        with suppress(DatabaseError, InterfaceError), connection.cursor() as cursor:  # a dead session keeps nothing
+            cursor.execute(SESSION_LOCK_TIMEOUT[vendor], restore)

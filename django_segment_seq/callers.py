@@ -190,7 +190,7 @@ def _mysql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
 
     sql = statements_for(connection)
     with connection.cursor() as cursor:
-        cursor.execute(sql.select_row, [name])
+        cursor.execute(sql.probe_select_row, [name])
         seen = cursor.fetchone() is not None
     with pool.borrow(connection.alias) as private:
         with private.cursor() as cursor:

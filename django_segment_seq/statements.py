@@ -18,6 +18,7 @@ _COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}"
 # (innodb_lock_wait_timeout) and for a table or metadata lock (lock_wait_timeout, a day by default:
 # what LOCK TABLES, ALTER TABLE or FLUSH TABLES WITH READ LOCK make others wait for), on any connection.
 MYSQL_BOUND = "SET STATEMENT lock_wait_timeout = {lock_wait}, innodb_lock_wait_timeout = {lock_wait} FOR "
+MYSQL_NO_WAIT = "SET STATEMENT lock_wait_timeout = 0, innodb_lock_wait_timeout = 0 FOR "
 
 SELECT_ROW = "SELECT " + _COLUMNS_READ + " FROM {table} WHERE {name} = %s"
 
@@ -95,6 +96,11 @@ LOCK_ROW = {
 SESSION_LOCK_TIMEOUT = {
     "postgresql": "SELECT set_config('lock_timeout', %s, false)",
     "mysql": "SET SESSION innodb_lock_wait_timeout = %s, lock_wait_timeout = %s",
+}
+# The session's own values of the settings SESSION_LOCK_TIMEOUT sets, in its order.
+SESSION_LOCK_WAITS = {
+    "postgresql": "SELECT current_setting('lock_timeout')",
+    "mysql": "SELECT @@SESSION.innodb_lock_wait_timeout, @@SESSION.lock_wait_timeout",
 }
 
 # PostgreSQL, on the caller's own connection, whose session settings are the project's: the lock
@@ -201,6 +207,9 @@ class Statements(NamedTuple):
     """The app's statements on one vendor, names quoted; on MariaDB each carries its lock bound."""
 
     select_row: str
+    # The caller's own view of the row, asked while deciding whether it holds it: its own locks never
+    # make it wait, so on MariaDB it waits for no lock at all (another's table lock means no).
+    probe_select_row: str
     select_row_unless_locked: str
     compare_and_set: str
     compare_and_set_locked: str
@@ -232,6 +241,7 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int,
     lock_row = LOCK_ROW[vendor].format(**names)
     return Statements(
         select_row=bounded(SELECT_ROW),
+        probe_select_row=(MYSQL_NO_WAIT + SELECT_ROW if vendor == "mysql" else SELECT_ROW).format(**names),
         select_row_unless_locked=bounded(SELECT_ROW_UNLESS_LOCKED[vendor]),
         compare_and_set=bounded(COMPARE_AND_SET[vendor]),
         compare_and_set_locked=bounded(COMPARE_AND_SET_LOCKED),

@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any
 from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, OutputWrapper
-from django.db import models
+from django.db import DatabaseError, connections, models
 from tqdm import tqdm
 
+from django_segment_seq.allocator import is_lock_timeout
 from django_segment_seq.api import sequence_stats
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
+from django_segment_seq.bounded import session_bounds
+from django_segment_seq.conf import app_settings
 from django_segment_seq.models import Sequence
 from django_segment_seq.parsing import UnparseableFormat
 from django_segment_seq.ranges import BIGINT_MAX
@@ -72,7 +75,17 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, subcommand: str, **options: Any) -> None:
         handler = getattr(self, f"handle_{subcommand}")
-        handler(**options)
+        connection = connections[lease_database() if subcommand == "leases" else sequence_database()]
+        try:
+            with session_bounds(connection):
+                handler(**options)
+        except DatabaseError as exc:
+            if not is_lock_timeout(exc):
+                raise
+            raise CommandError(
+                f"The sequence table on database {connection.alias!r} stayed locked by another session for over "
+                f"LOCK_TIMEOUT ({app_settings()['LOCK_TIMEOUT']} s): {exc}. Nothing was changed; try again later."
+            ) from exc
         if subcommand == "list" and not options.get("as_json"):
             self.mention_leases()
 
