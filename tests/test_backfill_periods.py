@@ -188,3 +188,19 @@ def test_each_scope_of_an_integer_field_continues_after_its_own_highest_number(b
     pks = add_rows(CompanyDelivery, "number", rows, code="-", monthly="-")
     backfill(CompanyDelivery, "number")
     assert values(CompanyDelivery, "number", pks)[4:] == [11, 5, 6, 12]
+
+
+def test_the_command_names_the_rows_it_moved_first(clock):
+    rows = [
+        ({"received_at": at(day)}, text)
+        for day, text in (("2026-01-01", "D20260101-0005"), ("2026-01-02", "D20260102-0002"))
+    ]
+    rows += [({"received_at": at(day)}, None) for day in ("2026-01-01", "2026-01-02")]
+    add_rows(Delivery, "code", rows)
+    out = StringIO()
+    call_command("segment_seq", "backfill", "testapp.Delivery.code", stdout=out)
+    assert "testapp.Delivery.code: filled 2 rows in 1 batches." in out.getvalue()
+    assert (
+        "First moved 2 sequence rows past the values stored in testapp.Delivery.code: "
+        "delivery@2026-01-01 0 -> 5, delivery@2026-01-02 0 -> 2." in out.getvalue()
+    )
