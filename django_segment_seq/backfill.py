@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from django.db import connections, models, router, transaction
@@ -12,7 +14,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .fields import FormattedSequenceField, _SequenceFieldMixin
 from .parsing import UnparseableFormat
-from .sync import empty_values, sync_sequence, unscoped_field
+from .sync import SCAN_CHUNK, SyncResult, Target, empty_values, row_target, scope_fields, sequence_field, sync_rows
 
 DEFAULT_BATCH_SIZE = 1000
 
@@ -27,11 +29,12 @@ class FillResult:
     filled: int = 0
     skipped: int = 0  # picked as empty, but filled by someone else before this batch's UPDATE: a gap each
     batches: int = 0
+    synced: list[SyncResult] = dataclass_field(default_factory=list)  # rows moved past the values stored, or not
 
 
 def fillable_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
     """The SequenceField to fill; ValueError for other fields and for a primary key, which is never empty."""
-    field = unscoped_field(model, field_name)
+    field = sequence_field(model, field_name)
     if field.primary_key:
         raise ValueError(f"{model._meta.label}.{field.name} is the primary key, which is never empty.")
     return field
@@ -53,30 +56,34 @@ def fill_empty(
 ) -> FillResult:
     """Give every row whose `field_name` is NULL (or '' for a formatted field) a number, in primary-key order.
 
-    First moves the sequence past the values already stored (`sync`; skipped for formats that cannot be
-    read back), then works in batches of `batch_size`: a plain integer field takes one `next_values()`
-    per batch, a formatted or gapless field numbers row by row through the field itself. Each batch is
-    one short transaction whose UPDATE only touches rows still empty, so re-running resumes, and rows
-    a running site filled meanwhile are left as they are.
+    First moves past the values already stored (`sync`; skipped for formats that cannot be read back)
+    every Sequence row it will number in: with reset, the row of each period the empty rows' dates
+    fall in; with scope, each scope's row. Then works in batches of `batch_size`: a plain or scoped
+    integer field takes one `next_values()` per batch and scope, a formatted or gapless field numbers
+    row by row through the field itself. Each batch is one short transaction whose UPDATE only
+    touches rows still empty, so re-running resumes, and rows a running site filled meanwhile are
+    left as they are.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
     field = fillable_field(model, field_name)
     alias = using or router.db_for_write(model)
-    if sync:
-        # Numbers of a callable format cannot be read back; they are taken from where the sequence is.
-        with suppress(UnparseableFormat):
-            sync_sequence(model, field_name, using=alias)
     empty = model._base_manager.db_manager(alias).filter(empty_values(field)).order_by("pk")
     in_bulk = not isinstance(field, FormattedSequenceField) and not field.gapless
     result = FillResult()
+    rows_moved = _RowsMoved(model, field, alias, result.synced) if sync else None
+    if rows_moved is not None:
+        rows_moved.move(_targets(field, _distinct_dates(model, field, empty)))
     last_pk = None
     while True:
         batch = empty if last_pk is None else empty.filter(pk__gt=last_pk)
-        batch = batch.only("pk") if in_bulk else batch
+        batch = batch.only("pk", *(f.name for f in scope_fields(model, field))) if in_bulk else batch
         rows = list(batch[:batch_size])
         if not rows:
             return result
+        if rows_moved is not None:
+            # Rows a period the first pass did not see numbers in (a row without a date, after midnight).
+            rows_moved.move(_targets(field, rows))
         filled = _fill_batch(field, model, rows, alias, in_bulk)
         result.filled += filled
         result.skipped += len(rows) - filled
@@ -86,15 +93,64 @@ def fill_empty(
             progress(len(rows), filled)
 
 
+class _RowsMoved:
+    """The rows fill_empty() has moved past the values stored so far: each (scope, period) once."""
+
+    def __init__(
+        self, model: type[models.Model], field: _SequenceFieldMixin, alias: str, results: list[SyncResult]
+    ) -> None:
+        self.model, self.field, self.alias, self.results = model, field, alias, results
+        self.seen: set[Target] = set()
+        self.readable = True
+
+    def move(self, targets: dict[Target, datetime | None]) -> None:
+        new = {target: moment for target, moment in targets.items() if target not in self.seen}
+        if not new or not self.readable:
+            return
+        try:
+            moved, _unreadable = sync_rows(self.model, self.field, new, using=self.alias)
+        except UnparseableFormat:
+            # Numbers of a callable format cannot be read back; they are taken from where the sequence is.
+            self.readable = False
+            return
+        self.results += moved
+        self.seen.update(new)
+
+
+def _distinct_dates(model: type[models.Model], field: _SequenceFieldMixin, empty: Any) -> Iterable[SimpleNamespace]:
+    """Each distinct combination of scope values and reset_on date of the empty rows: what picks their rows."""
+    from .models import concrete_field
+
+    names = [scope_field.attname for scope_field in scope_fields(model, field)]
+    if isinstance(field, FormattedSequenceField) and field.reset_on is not None:
+        names.append(concrete_field(model, field.reset_on).attname)
+    if not names:  # every empty row is numbered in the same row
+        yield from [SimpleNamespace()] if empty.exists() else []
+        return
+    for values in empty.order_by().values_list(*names).distinct().iterator(chunk_size=SCAN_CHUNK):
+        yield SimpleNamespace(**dict(zip(names, values, strict=True)))
+
+
+def _targets(field: _SequenceFieldMixin, rows: Iterable[Any]) -> dict[Target, datetime | None]:
+    """The (scope, period) each of `rows` will be numbered in, with an instant of that period."""
+    targets: dict[Target, datetime | None] = {}
+    for row in rows:
+        target, moment = row_target(field, row)
+        targets.setdefault(target, moment)
+    return targets
+
+
 def _fill_batch(
     field: _SequenceFieldMixin, model: type[models.Model], rows: list[models.Model], alias: str, in_bulk: bool
 ) -> int:
     if in_bulk:
         from .api import next_values
+        from .scopes import bulk_groups
 
         # Taken before the transaction opens, so on SQLite the block never waits for this batch's own write lock.
-        for row, number in zip(rows, next_values(field.sequence_name, len(rows)), strict=True):
-            setattr(row, field.attname, number)
+        for name, group in bulk_groups(field, rows):  # one row per scope; the sequence's own row otherwise
+            for row, number in zip(group, next_values(name, len(group)), strict=True):
+                setattr(row, field.attname, number)
     connection = connections[alias]
     with transaction.atomic(using=alias):
         if not in_bulk:

@@ -64,6 +64,8 @@ class FormatParser:
         self.source: str = flow.source
         self.prefix = ""  # literal text every matching text starts with, for narrowing the query
         self._bases: list[tuple[int, bool]] = []  # per {value}: base, and whether it carries a 0x-style prefix
+        self._dates = 0  # {date} placeholders, each read into a group d0, d1, ...
+        self._periods = 0  # {period} placeholders, each read into a group p0, p1, ...
         pattern: list[str] = []
         leading = True
         for literal, field, spec, _conversion in string.Formatter().parse(self.source):
@@ -74,15 +76,20 @@ class FormatParser:
                 continue
             if field == "date" and moment is not None:
                 shown = format(moment, spec or "")
-                pattern.append(re.escape(shown))
+                pattern.append(f"(?P<d{self._dates}>{re.escape(shown)})")
+                self._dates += 1
                 if leading:
                     self.prefix += shown
                 continue
             leading = False
             if field == "date":
-                pattern.append(self._date_pattern(spec or ""))
+                pattern.append(f"(?P<d{self._dates}>{self._date_pattern(spec or '')})")
+                self._dates += 1
             elif field == "value":
                 pattern.append(f"(?P<v{len(self._bases)}>{self._value_pattern(spec or '')})")
+            elif field == "period":
+                pattern.append(f"(?P<p{self._periods}>.*?)")
+                self._periods += 1
             else:
                 pattern.append(".*?")
         self._regex = re.compile("".join(pattern), re.DOTALL)
@@ -116,6 +123,12 @@ class FormatParser:
 
     def number(self, text: str | None) -> int | None:
         """The number in `text`, or None when the text was not made by this format."""
+        parts = self.parts(text)
+        return None if parts is None else parts[0]
+
+    def parts(self, text: str | None) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
+        """The number in `text` and the texts its {date} and {period} placeholders show there, in the format's order;
+        None when the text was not made by this format."""
         if not text:
             return None
         found = self._regex.fullmatch(text)
@@ -132,4 +145,5 @@ class FormatParser:
             numbers.append(sign * int(digits, base))
         if len(set(numbers)) != 1:
             return None  # two {value}s that disagree: not a text this format made
-        return numbers[0]
+        dates = tuple(found[f"d{index}"] for index in range(self._dates))
+        return numbers[0], dates, tuple(found[f"p{index}"] for index in range(self._periods))

@@ -2,18 +2,34 @@
 
 from __future__ import annotations
 
+import re
+import string
 from dataclasses import dataclass
-from typing import Any
+from datetime import date, datetime, time, timedelta
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db import models, router
 from django.db.models import Max, Q
 
 from . import formatting
+from .exceptions import SequenceScopeError
 from .fields import FormattedSequenceField, _SequenceFieldMixin
-from .parsing import FormatParser
+from .parsing import _DATE_DIRECTIVES, FormatParser
+
+if TYPE_CHECKING:
+    from .resets import Reset
 
 # Rows read per round trip while scanning a formatted column for its highest number.
 SCAN_CHUNK = 5000
+
+# The Sequence row a field takes a number from: its encoded scope and its period, each None when it has none.
+Target = tuple[str | None, str | None]
+
+# strftime directives finer than a day: named periods are whole days, so these never tell two periods apart.
+_TIME_DIRECTIVES = frozenset("HIMSf")
+# A named period is at most a year (366 days); walking further from one of its days would find no end.
+_LONGEST_PERIOD = 400
 
 
 @dataclass(frozen=True)
@@ -43,16 +59,16 @@ def sequence_field(model: type[models.Model], field_name: str) -> _SequenceField
 
 
 def unscoped_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
-    """sequence_field() for sync and backfill, which read one highest number per column, not one per scope."""
+    """sequence_field() for sync, which moves one row per column, not one per scope."""
     from .scopes import scope_names
 
     field = sequence_field(model, field_name)
     names = scope_names(field.scope)
     if names:
         raise ValueError(
-            f"{model._meta.label}.{field_name} is scoped by {', '.join(names)}: sync and backfill keep one "
-            "counter per column and do not handle scopes. Move a scope's row past its stored numbers in the "
-            "admin (its value), and fill empty values by saving the rows."
+            f"{model._meta.label}.{field_name} is scoped by {', '.join(names)}: sync moves one counter per column "
+            "and does not handle scopes. Move a scope's row past its stored numbers in the admin (its value); "
+            "backfill moves the rows of every scope it numbers in past their stored numbers itself."
         )
     return field
 
@@ -65,10 +81,200 @@ def empty_values(field: models.Field[Any, Any]) -> Q:
     return empty
 
 
-def current_row_name(field: _SequenceFieldMixin) -> tuple[str, str | None]:
-    """The Sequence row the field takes its next number from now, and that row's period (None without reset)."""
-    period = formatting.period_key(formatting.now(), field.reset, getattr(field, "fiscal_year_start", None))
-    return formatting.period_row_name(field.sequence_name, period), period
+def current_target(field: _SequenceFieldMixin) -> tuple[Target, datetime | None]:
+    """The row of an unscoped field that a row without a reset_on date takes its number from now, and now."""
+    moment = formatting.now()
+    if not isinstance(field, FormattedSequenceField):
+        return (None, None), None
+    period = field.reset_rule.key(moment)
+    return (None, period), (moment if period is not None else None)
+
+
+def scope_fields(model: type[models.Model], field: _SequenceFieldMixin) -> list[models.Field[Any, Any]]:
+    """The model fields `field` is scoped by, in the order that names its rows."""
+    from .models import concrete_field
+    from .scopes import scope_names
+
+    return [concrete_field(model, name) for name in scope_names(field.scope)]
+
+
+def row_target(field: _SequenceFieldMixin, instance: Any) -> tuple[Target, datetime | None]:
+    """The scope and period whose row numbers `instance`, picked as the field's own numbering picks them, and the
+    instant that picked the period (None without one). `instance` needs only the scope fields and reset_on."""
+    from .scopes import scope_key
+
+    scope = scope_key(field, instance)
+    if not isinstance(field, FormattedSequenceField):
+        return (scope, None), None  # an integer field counts without periods
+    moment = field.instant(instance)
+    period = field.reset_rule.key(moment)
+    return (scope, period), (moment if period is not None else None)
+
+
+class _StoredTexts:
+    """Reads a formatted field's stored texts back: each one's number, and which of the wanted periods it is of.
+
+    The period comes from the text itself, as what its {date} and {period} show, not from the row's
+    date column: the text is what a number handed out again would repeat. A named period's texts are
+    those a day of it renders (the parts of {date} finer than a day may be anything); a callable
+    period is shown only by {period}. A text of a shape the format cannot tell apart counts for
+    every period it could be of.
+    """
+
+    def __init__(self, field: FormattedSequenceField, periods: dict[str, datetime]) -> None:
+        self.parser = FormatParser(field.flow)  # UnparseableFormat when the texts cannot be read back
+        flow, reset = field.flow, field.reset_rule
+        self.keyed = reset.is_named or reset.is_callable
+        self.date_specs = list(flow.date_specs) if reset.is_named else []
+        self.period_specs = list(flow.period_specs)
+        self.day_patterns = [_day_pattern(spec) for spec in self.date_specs]
+        self.periods_of: dict[tuple[tuple[Any, ...], tuple[str, ...]], set[str]] = {}
+        # What every wanted text starts with, to narrow the scan: the literal text, and a leading {date} as far
+        # as all days of the wanted periods show the same.
+        self.prefix = self.parser.prefix
+        leading: list[str] = []
+        for period, moment in periods.items():
+            days: list[date | None] = list(_days_of(reset, period, moment)) if reset.is_named else [None]
+            leading += [_leading_text(flow.source, day) for day in days if day is not None]
+            shown = tuple(format(period, spec) for spec in self.period_specs)
+            for day in days:
+                dates: tuple[tuple[str, ...] | None, ...] = ()
+                if day is not None:
+                    noon = datetime.combine(day, time(12))
+                    dates = tuple(self._day_part(i, format(noon, spec)) for i, spec in enumerate(self.date_specs))
+                self.periods_of.setdefault((dates, shown), set()).add(period)
+        if leading:
+            self.prefix = _common_start(leading)
+
+    def read(self, text: str) -> tuple[int, set[str | None]] | None:
+        """The number in `text` and the wanted periods it is of (without reset: None); None for another shape."""
+        parts = self.parser.parts(text)
+        if parts is None:
+            return None
+        number, dates, shown = parts
+        if not self.keyed:
+            return number, {None}
+        day_parts = tuple(self._day_part(i, dates[i]) for i in range(len(self.date_specs)))
+        return number, set(self.periods_of.get((day_parts, shown), ()))
+
+    def _day_part(self, index: int, text: str) -> tuple[str, ...] | None:
+        found = self.day_patterns[index].fullmatch(text)
+        return None if found is None else found.groups()
+
+
+def _day_pattern(spec: str) -> re.Pattern[str]:
+    """A {date:spec} text, with a group for each part that shows the day, month or year (not the time of day)."""
+    if not spec:  # str(datetime): the date, then the time
+        return re.compile(r"(\d{4}-\d{2}-\d{2}) .*", re.DOTALL)
+    pattern = []
+    for piece in re.split(r"(%.)", spec):
+        if len(piece) == 2 and piece.startswith("%"):
+            shape = _DATE_DIRECTIVES[piece[1]]  # FormatParser has refused every other directive
+            pattern.append(shape if piece[1] in _TIME_DIRECTIVES or piece[1] == "%" else f"({shape})")
+        else:
+            pattern.append(re.escape(piece))
+    return re.compile("".join(pattern), re.DOTALL)
+
+
+def _leading_text(source: str, day: date) -> str:
+    """The start of every text `source` renders on `day`: its literal text and {date}s up to another placeholder,
+    cut where the time of day shows."""
+    texts = []
+    for moment in (datetime.combine(day, time.min), datetime.combine(day, time.max)):
+        text = ""
+        for literal, placeholder, spec, _conversion in string.Formatter().parse(source):
+            text += literal
+            if placeholder != "date":
+                break
+            text += format(moment, spec or "")
+        texts.append(text)
+    return _common_start(texts)
+
+
+def _common_start(texts: list[str]) -> str:
+    """The longest text all of `texts` start with."""
+    first, last = min(texts), max(texts)
+    size = 0
+    while size < len(first) and first[size] == last[size]:
+        size += 1
+    return first[:size]
+
+
+def _days_of(reset: Reset, period: str, moment: datetime) -> list[date]:
+    """Every day of the named `period` that `moment` falls in."""
+
+    def inside(day: date) -> bool:
+        return reset.key(datetime.combine(day, time(12))) == period
+
+    day = moment.date()
+    first, last = day, day
+    while (day - first).days < _LONGEST_PERIOD and inside(first - timedelta(days=1)):
+        first -= timedelta(days=1)
+    while (last - day).days < _LONGEST_PERIOD and inside(last + timedelta(days=1)):
+        last += timedelta(days=1)
+    return [first + timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+def highest_per_row(
+    model: type[models.Model],
+    field: _SequenceFieldMixin,
+    targets: dict[Target, datetime | None],
+    *,
+    using: str | None = None,
+) -> tuple[dict[Target, int], int]:
+    """The highest number stored for each of `targets` that has one, and how many texts were unreadable.
+
+    `targets` maps each (scope, period) to an instant in that period (None without period). A row's
+    scope is read from its scope fields; a formatted text's period from the text (_StoredTexts).
+    UnparseableFormat for formats that cannot be read back.
+    """
+    from .scopes import scope_key
+
+    alias = using or router.db_for_read(model)
+    rows = model._base_manager.db_manager(alias).exclude(empty_values(field))
+    by_scope = scope_fields(model, field)
+    attnames = [scope_field.attname for scope_field in by_scope]
+    scopes: dict[tuple[Any, ...], list[str | None]] = {}
+
+    def scopes_of(values: tuple[Any, ...]) -> list[str | None]:
+        """The scope of a row with these scope values: one, or none when the values have no counter (empty)."""
+        if values not in scopes:
+            instance = SimpleNamespace(**dict(zip(attnames, values, strict=True)))
+            try:
+                scopes[values] = [scope_key(field, cast(models.Model, instance))]
+            except SequenceScopeError:
+                scopes[values] = []
+        return scopes[values]
+
+    highest: dict[Target, int] = {}
+
+    def keep(target: Target, number: int | None) -> None:
+        if number is not None and target in targets and (target not in highest or number > highest[target]):
+            highest[target] = number
+
+    if not isinstance(field, FormattedSequenceField):
+        if not attnames:
+            keep((None, None), rows.aggregate(highest=Max(field.name))["highest"])
+            return highest, 0
+        grouped = rows.order_by().values(*attnames).annotate(highest=Max(field.name))
+        for *values, number in grouped.values_list(*attnames, "highest"):
+            for scope in scopes_of(tuple(values)):
+                keep((scope, None), number)
+        return highest, 0
+    texts = _StoredTexts(field, {period: moment for (_, period), moment in targets.items() if period and moment})
+    if texts.prefix:
+        rows = rows.filter(**{f"{field.name}__startswith": texts.prefix})
+    unreadable = 0
+    for *values, text in rows.values_list(*attnames, field.name).iterator(chunk_size=SCAN_CHUNK):
+        read = texts.read(text)
+        if read is None:
+            unreadable += 1
+            continue
+        number, periods = read
+        for scope in scopes_of(tuple(values)):
+            for period in periods:
+                keep((scope, period), number)
+    return highest, unreadable
 
 
 def highest_stored(
@@ -78,24 +284,65 @@ def highest_stored(
 
     A formatted field's texts are read back through its format; UnparseableFormat when that cannot be done.
     """
-    alias = using or router.db_for_read(model)
-    manager = model._base_manager.db_manager(alias)
-    if not isinstance(field, FormattedSequenceField):
-        return manager.aggregate(highest=Max(field.name))["highest"], 0
-    moment = formatting.now() if field.reset is not None else None
-    parser = FormatParser(field.flow, moment)
-    rows = manager.exclude(empty_values(field))
-    if parser.prefix:
-        rows = rows.filter(**{f"{field.name}__startswith": parser.prefix})
-    highest: int | None = None
-    unreadable = 0
-    for text in rows.values_list(field.name, flat=True).iterator(chunk_size=SCAN_CHUNK):
-        number = parser.number(text)
-        if number is None:
-            unreadable += 1
-        elif highest is None or number > highest:
-            highest = number
-    return highest, unreadable
+    target, moment = current_target(field)
+    highest, unreadable = highest_per_row(model, field, {target: moment}, using=using)
+    return highest.get(target), unreadable
+
+
+def move_past(field: _SequenceFieldMixin, target: Target, highest: int, *, stored_in: str) -> SyncResult:
+    """Move the row of `target` (scope, period) up to `highest`, creating it when missing; never backwards.
+
+    ValueError when `highest` is above the row's maximum. The caller clears this process's cached ranges.
+    """
+    from .models import Sequence
+    from .periods import ensure_row
+    from .routing import sequence_database
+    from .scopes import row_name
+
+    scope, period = target
+    name = row_name(field.sequence_name, scope, period)
+    alias = sequence_database()
+    row = Sequence._base_manager.using(alias).filter(name=name).first()
+    if row is None:
+        cap = field.flow.cap if isinstance(field, FormattedSequenceField) else None
+        derived = period is not None or scope is not None
+        ensure_row(alias, name, base_name=field.sequence_name if derived else None, period=period, cap=cap)
+        row = Sequence._base_manager.using(alias).get(name=name)
+    before = row.value
+    if highest > row.max_value:
+        raise ValueError(
+            f"Sequence {name!r}: the highest value stored in {stored_in} is {highest}, "
+            f"above the row's maximum {row.max_value}. Raise the maximum first."
+        )
+    if highest > row.value:
+        row.value = highest
+        row.save(update_fields=["value"])  # a conditional, forward-only UPDATE
+    return SyncResult(name, highest, before, row.value)
+
+
+def sync_rows(
+    model: type[models.Model],
+    field: _SequenceFieldMixin,
+    targets: dict[Target, datetime | None],
+    *,
+    using: str | None = None,
+) -> tuple[list[SyncResult], int]:
+    """Move the row of each of `targets` (scope, period) that has numbers stored past the highest of them.
+
+    `targets` maps each to an instant in its period (None without period), as row_target() gives
+    them. Returns what was done for each row with numbers stored, and how many texts were unreadable;
+    then forgets this process's cached ranges. ValueError when a highest value is above its row's
+    maximum (rows moved before it stay moved); UnparseableFormat for formats that cannot be read back.
+    """
+    from .api import clear_cache
+
+    highest, unreadable = highest_per_row(model, field, targets, using=using)
+    stored_in = f"{model._meta.label}.{field.name}"
+    in_order = sorted(highest, key=lambda target: (target[0] or "", target[1] or ""))
+    try:
+        return [move_past(field, target, highest[target], stored_in=stored_in) for target in in_order], unreadable
+    finally:
+        clear_cache()
 
 
 def sync_sequence(model: type[models.Model], field_name: str, *, using: str | None = None) -> SyncResult:
@@ -106,31 +353,17 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     ValueError when the highest value is above the row's maximum; UnparseableFormat for formats that
     cannot be read back.
     """
-    from .api import clear_cache
     from .models import Sequence
-    from .periods import ensure_row
     from .routing import sequence_database
+    from .scopes import row_name
 
     field = unscoped_field(model, field_name)
-    highest, unreadable = highest_stored(model, field, using=using)
-    name, period = current_row_name(field)
-    alias = sequence_database()
-    row = Sequence._base_manager.using(alias).filter(name=name).first()
-    if highest is None:
-        value = row.value if row is not None else None
-        return SyncResult(name, None, value, value, unreadable)
-    if row is None:
-        cap = field.flow.cap if isinstance(field, FormattedSequenceField) else None
-        ensure_row(alias, name, base_name=field.sequence_name if period else None, period=period, cap=cap)
-        row = Sequence._base_manager.using(alias).get(name=name)
-    before = row.value
-    if highest > row.max_value:
-        raise ValueError(
-            f"Sequence {name!r}: the highest value stored in {model._meta.label}.{field.name} is {highest}, "
-            f"above the row's maximum {row.max_value}. Raise the maximum first."
-        )
-    if highest > row.value:
-        row.value = highest
-        row.save(update_fields=["value"])  # a conditional, forward-only UPDATE
-    clear_cache()
-    return SyncResult(name, highest, before, row.value, unreadable)
+    target, moment = current_target(field)
+    results, unreadable = sync_rows(model, field, {target: moment}, using=using)
+    if results:
+        result = results[0]
+        return SyncResult(result.row_name, result.highest, result.before, result.after, unreadable)
+    name = row_name(field.sequence_name, *target)
+    row = Sequence._base_manager.using(sequence_database()).filter(name=name).first()
+    value = row.value if row is not None else None
+    return SyncResult(name, None, value, value, unreadable)

@@ -10,7 +10,6 @@ from django.db import IntegrityError, models, transaction
 from django.test.utils import isolate_apps
 
 from django_segment_seq import SequenceField, SequenceScopeError, fill_sequences, sequence_stats
-from django_segment_seq.backfill import fill_empty
 from django_segment_seq.models import Sequence
 from django_segment_seq.scopes import encode_text, row_name, scope_of, shown
 from django_segment_seq.sync import sync_sequence
@@ -233,15 +232,13 @@ def test_segment_seq_list_groups_scope_rows_under_their_sequence(clock, acme, gl
     ]
 
 
-def test_sync_and_backfill_refuse_scoped_fields(acme):
+def test_sync_refuses_scoped_fields(acme):
+    # backfill moves each scope's rows itself: tests/test_backfill_periods.py
     CompanyOrder.objects.create(company=acme)
-    for command in ("sync", "backfill"):
-        with pytest.raises(CommandError, match="scoped by company"):
-            call_command("segment_seq", command, "testapp.CompanyOrder.number")
+    with pytest.raises(CommandError, match="scoped by company"):
+        call_command("segment_seq", "sync", "testapp.CompanyOrder.number")
     with pytest.raises(ValueError, match="scoped by company"):
         sync_sequence(CompanyOrder, "number")
-    with pytest.raises(ValueError, match="scoped by company"):
-        fill_empty(CompanyOrder, "number")
 
 
 # Checks

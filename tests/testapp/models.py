@@ -198,3 +198,22 @@ class LabelledItem(models.Model):
 
     owner = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 - None: the empty scope refused
     number = SequenceField("labelled-item", scope=["owner"])
+
+
+class CompanyDelivery(models.Model):
+    """Deliveries imported with their numbers, or with none yet: numbered per company and per period of their date."""
+
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    received_on = models.DateField(null=True, blank=True)
+    code = SequenceField(
+        "company-delivery",
+        scope="company",
+        format="D{date:%Y%m%d}-{value:04d}",
+        reset="daily",
+        reset_on="received_on",
+        null=True,
+    )
+    number = SequenceField("company-delivery-number", scope="company", null=True)
+    monthly = SequenceField(
+        "monthly-delivery", format="M{date:%Y%m%d}-{value:04d}", reset="monthly", reset_on="received_on", null=True
+    )

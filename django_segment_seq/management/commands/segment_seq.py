@@ -240,6 +240,13 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError(f"{field}: {exc}") from None
         self.stdout.write(f"{field}: filled {result.filled} rows in {result.batches} batches.")
+        moved = [synced for synced in result.synced if synced.moved]
+        if moved:
+            shown = ", ".join(f"{synced.row_name} {synced.before} -> {synced.after}" for synced in moved[:3])
+            self.stdout.write(
+                f"First moved {len(moved)} sequence rows past the values stored in {field}: {shown}"
+                + (", ..." if len(moved) > 3 else ".")
+            )
         if result.skipped:
             self.stdout.write(f"{result.skipped} rows were filled by others meanwhile and left as they were.")
 
