@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from django.conf import settings
 from django.db import DataError, connections, transaction
@@ -16,6 +18,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 # The wrapper itself: the decision keeps per-connection memory, which the thread-local proxy cannot key.
 connection = connections["default"]
+
+
+class RolledBack(Exception):
+    """Leaves an atomic block by rolling back its savepoint."""
+
 
 on_server = pytest.mark.skipif(settings.BACKEND == "sqlite", reason="SQLite has one write lock, no row locks")
 
@@ -106,9 +113,9 @@ def test_rows_the_callers_transaction_does_not_hold(how):
         elif how == "read-only":
             list(Sequence.objects.filter(name="x"))
         else:
-            sid = transaction.savepoint()
-            list(Sequence.objects.select_for_update().filter(name="x"))
-            transaction.savepoint_rollback(sid)
+            with contextlib.suppress(RolledBack), transaction.atomic():
+                list(Sequence.objects.select_for_update().filter(name="x"))
+                raise RolledBack
         assert not callers.holds_row(connection, "x")
         # Asking took no lock: another connection takes the row at once.
         with pool.borrow("default") as private, private.cursor() as cursor:
