@@ -7,6 +7,8 @@ rows. Other processes take numbers of the same rows, and everything handed out i
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
@@ -14,11 +16,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 
-from django_segment_seq import next_value
+from django_segment_seq import next_value, next_values
 from django_segment_seq.conf import app_settings
 from django_segment_seq.models import Sequence
 from django_segment_seq.testing import reset_sequences
-from tests.conftest import assert_unique
+from tests.conftest import ROOT, assert_unique, worker_env
 from tests.testapp.models import Company, CompanyOrder
 from tests.workers import SCOPE_FACTOR
 
@@ -54,23 +56,48 @@ def test_raw_transaction_rolled_back_repeats_nothing(run_workers, begin):
 
 @on_server
 @pytest.mark.parametrize("write", ["update-other-row", "save-other-row-value"])
-def test_writing_another_row_holds_nothing_of_this_one(run_workers, write):
-    """A transaction that wrote another Sequence row, then took numbers of x, stays open while others take x."""
+def test_writing_another_row_holds_nothing_of_this_one(tmp_path, write):
+    """PostgreSQL took a busy row into a transaction that had written another Sequence row, and held it there.
+
+    Three processes take numbers of x throughout, while this transaction, which wrote another row
+    first, keeps taking numbers of x too; none of them may end up waiting for this transaction.
+    """
     Sequence.objects.create(name="x", step=5)
     other = Sequence.objects.create(name="other", step=10)
-    started = time.monotonic()
-    with transaction.atomic():
-        if write == "update-other-row":
-            Sequence.objects.filter(pk=other.pk).update(step=F("step"))
-        else:
-            other.value = 50
-            other.save(update_fields=["value"])
-        mine = [next_value("x") for _ in range(12)]
-        # Three processes take 40 numbers of x each (eight ranges) while this transaction stays open
-        # for longer than LOCK_TIMEOUT: none of them may wait for it.
-        others = run_workers([("value", "x", 40)] * 3, timeout=120)
-        time.sleep(max(0.0, app_settings()["LOCK_TIMEOUT"] + 0.5 - (time.monotonic() - started)))
-    assert_unique(mine + [n for part in others for n in part], 12 + 120)
+    outs = [tmp_path / f"worker{i}.txt" for i in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.workers", "value", "x", "400", str(out)],
+            cwd=ROOT,
+            env=worker_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for out in outs
+    ]
+    mine: list[int] = []
+    try:
+        with transaction.atomic():
+            if write == "update-other-row":
+                Sequence.objects.filter(pk=other.pk).update(step=F("step"))
+            else:
+                other.value = 50
+                other.save(update_fields=["value"])
+            deadline = time.monotonic() + 120
+            while any(proc.poll() is None for proc in procs):
+                mine.extend(next_values("x", 3))
+                assert time.monotonic() < deadline, "the workers did not finish"
+                time.sleep(0.005)
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, f"a worker failed while this transaction was open:\n{err[-3000:]}"
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    others = [int(line) for out in outs for line in out.read_text().split()]
+    assert_unique(mine + others, len(mine) + 1200)
 
 
 def test_reset_then_scoped_save_in_one_transaction(run_workers):
