@@ -278,6 +278,10 @@ def _compare_and_set(
             raise RowBusy(str(exc)) from exc
         raise
     if not callers.committed(connection):
+        if callers.session(connection) is Session.UNUSABLE:
+            # The session died after the last statement: whether the block committed is unknown, so it is
+            # never handed out (a gap at worst), and the attempt is retried on another connection.
+            raise OperationalError(f"the connection to database {alias!r} was lost before the allocation was known")
         # Autocommit was turned off on the session behind Django's back (an init_command, a server
         # default): the block would vanish with the session, so it is never handed out.
         connection.connection.rollback()
