@@ -160,10 +160,17 @@ def allocate(
             result.failures += 1
             if result.failures > settings["CONNECTION_RETRIES"]:
                 raise SequenceUnavailable(name, alias, result.failures, exc) from exc
-            # The caller's connection failed: Django recycles it; a private one takes over. A private one
-            # failed (the server refused another connection, say): the caller's own serves if it is idle.
-            use_caller = not use_caller and caller is not None and callers.session(caller) is Session.IDLE
+            use_caller = _use_caller_next(caller, use_caller)
             backoff(result.failures, settings["MAX_BACKOFF"])
+
+
+def _use_caller_next(caller: BaseDatabaseWrapper | None, used_caller: bool) -> bool:
+    """After a transient failure, which connection to try next.
+
+    The caller's connection failed: Django recycles it, a private one takes over. A private one
+    failed (the server refused another connection, say): the caller's own serves if it is idle.
+    """
+    return not used_caller and caller is not None and callers.session(caller) is Session.IDLE
 
 
 @contextmanager
@@ -533,7 +540,7 @@ def ensure_derived_row(
             failures += 1
             if failures > settings["CONNECTION_RETRIES"]:
                 raise SequenceUnavailable(name, alias, failures, exc) from exc
-            use_caller = not use_caller and callers.session(caller) is Session.IDLE
+            use_caller = _use_caller_next(caller, use_caller)
             backoff(failures, settings["MAX_BACKOFF"])
 
 
