@@ -1,62 +1,93 @@
-"""django-segment-seq: unique sequence numbers from per-process cached ranges."""
+"""django-segment-seq: unique sequence numbers from per-process cached ranges.
 
-from .api import (
-    anext_value,
-    anext_values,
-    clear_cache,
-    close_connections,
-    next_value,
-    next_values,
-    sequence_stats,
-    wait_for_prefetch,
-)
-from .bulk import SequenceManager, SequenceQuerySet, fill_sequences
-from .exceptions import (
-    SequenceContention,
-    SequenceError,
-    SequenceExhausted,
-    SequenceMisconfigured,
-    SequenceNotFound,
-    SequenceScopeError,
-    SequenceUnavailable,
-)
-from .fields import SequenceField
-from .snowflake.exceptions import ClockMovedBackwards, SnowflakeError, WorkerIdsExhausted, WorkerLeaseExpired
-from .snowflake.fields import SnowflakeField
-from .snowflake.generator import next_snowflake, release_worker_leases
-from .snowflake.layouts import SnowflakeParts, parse_snowflake
-from .snowflake.leases import live_worker_leases
-from .sync import sync_sequence
+The public names load on first use (PEP 562), so importing the package, as Django does before the app
+registry is ready, imports no model and every module can import what it needs at its top.
+"""
 
-__all__ = [
-    "ClockMovedBackwards",
-    "SequenceContention",
-    "SequenceError",
-    "SequenceExhausted",
-    "SequenceField",
-    "SequenceManager",
-    "SequenceMisconfigured",
-    "SequenceNotFound",
-    "SequenceQuerySet",
-    "SequenceScopeError",
-    "SequenceUnavailable",
-    "SnowflakeError",
-    "SnowflakeField",
-    "SnowflakeParts",
-    "WorkerIdsExhausted",
-    "WorkerLeaseExpired",
-    "anext_value",
-    "anext_values",
-    "clear_cache",
-    "close_connections",
-    "fill_sequences",
-    "live_worker_leases",
-    "next_snowflake",
-    "next_value",
-    "next_values",
-    "parse_snowflake",
-    "release_worker_leases",
-    "sequence_stats",
-    "sync_sequence",
-    "wait_for_prefetch",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from django_segment_seq.api import (
+        anext_value,
+        anext_values,
+        clear_cache,
+        close_connections,
+        next_value,
+        next_values,
+        sequence_stats,
+        wait_for_prefetch,
+    )
+    from django_segment_seq.exceptions import (
+        SequenceContention,
+        SequenceError,
+        SequenceExhausted,
+        SequenceMisconfigured,
+        SequenceNotFound,
+        SequenceScopeError,
+        SequenceUnavailable,
+    )
+    from django_segment_seq.fields import SequenceField
+    from django_segment_seq.fields.bulk import SequenceManager, SequenceQuerySet, fill_sequences
+    from django_segment_seq.snowflake.exceptions import (
+        ClockMovedBackwards,
+        SnowflakeError,
+        WorkerIdsExhausted,
+        WorkerLeaseExpired,
+    )
+    from django_segment_seq.snowflake.fields import SnowflakeField
+    from django_segment_seq.snowflake.generator import next_snowflake, release_worker_leases
+    from django_segment_seq.snowflake.layouts import SnowflakeParts, parse_snowflake
+    from django_segment_seq.snowflake.leases import live_worker_leases
+    from django_segment_seq.sync import sync_sequence
+
+# Each public name and the module that defines it.
+_HOMES = {
+    "anext_value": "api",
+    "anext_values": "api",
+    "clear_cache": "api",
+    "close_connections": "api",
+    "next_value": "api",
+    "next_values": "api",
+    "sequence_stats": "api",
+    "wait_for_prefetch": "api",
+    "SequenceContention": "exceptions",
+    "SequenceError": "exceptions",
+    "SequenceExhausted": "exceptions",
+    "SequenceMisconfigured": "exceptions",
+    "SequenceNotFound": "exceptions",
+    "SequenceScopeError": "exceptions",
+    "SequenceUnavailable": "exceptions",
+    "SequenceField": "fields",
+    "SequenceManager": "fields.bulk",
+    "SequenceQuerySet": "fields.bulk",
+    "fill_sequences": "fields.bulk",
+    "ClockMovedBackwards": "snowflake.exceptions",
+    "SnowflakeError": "snowflake.exceptions",
+    "WorkerIdsExhausted": "snowflake.exceptions",
+    "WorkerLeaseExpired": "snowflake.exceptions",
+    "SnowflakeField": "snowflake.fields",
+    "next_snowflake": "snowflake.generator",
+    "release_worker_leases": "snowflake.generator",
+    "SnowflakeParts": "snowflake.layouts",
+    "parse_snowflake": "snowflake.layouts",
+    "live_worker_leases": "snowflake.leases",
+    "sync_sequence": "sync",
+}
+
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

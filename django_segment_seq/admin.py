@@ -23,11 +23,11 @@ from django.utils.safestring import SafeString
 from django.utils.timesince import timeuntil
 from django.utils.translation import gettext_lazy as _
 
-from .models import Sequence
-from .ranges import BIGINT_MAX
-from .scopes import scope_of, scoped_rows, shown
-from .snowflake.models import WorkerLease
-from .usage import HORIZON, has_limit, usage
+from django_segment_seq.allocator.blocks import BIGINT_MAX
+from django_segment_seq.flow.scopes import scope_of, scoped_rows, shown
+from django_segment_seq.models import Sequence
+from django_segment_seq.observe.usage import HORIZON, has_limit, usage
+from django_segment_seq.snowflake.models import WorkerLease
 
 if TYPE_CHECKING:
     from collections.abc import Callable

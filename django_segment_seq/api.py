@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from asgiref.sync import sync_to_async
 
-from .cache import SequenceStats, ranges
-from .giveback import give_back
-from .routing import fixed_alias, sequence_database
+from django_segment_seq.cache.giveback import give_back
+from django_segment_seq.cache.range_cache import SequenceStats, ranges
+from django_segment_seq.db.routing import fixed_alias, sequence_database
 
 _slot_named = ranges.by_name.get
 
@@ -75,7 +75,7 @@ def sequence_stats() -> dict[tuple[str, str], SequenceStats]:
 
 def wait_for_prefetch(timeout: float | None = None) -> bool:
     """Wait until no background fetch is running; True if so within `timeout` seconds."""
-    from .prefetch import prefetcher
+    from django_segment_seq.cache.prefetch import prefetcher
 
     return prefetcher.drain(timeout)
 
@@ -85,7 +85,7 @@ def close_connections() -> None:
 
     Call it before a worker process exits when its exit skips interpreter cleanup (os._exit).
     """
-    from .dbconn import pool
+    from django_segment_seq.allocator.connections import pool
 
     give_back()
     pool.close_all()
@@ -93,7 +93,7 @@ def close_connections() -> None:
 
 def clear_cache() -> None:
     """Drop this process's cached ranges; their unused numbers become gaps. Needed after deleting Sequence rows."""
-    from .periods import forget
+    from django_segment_seq.flow.derived import forget
 
     ranges.clear()
     forget()

@@ -10,7 +10,7 @@ class SegmentSeqConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401 - registers the checks
-        from .events import apply_metrics_setting
+        from django_segment_seq import checks  # noqa: F401 - registers the checks
+        from django_segment_seq.cache.events import apply_metrics_setting
 
         apply_metrics_setting()

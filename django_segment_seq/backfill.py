@@ -12,9 +12,18 @@ from typing import Any
 from django.db import connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from .fields import FormattedSequenceField, _SequenceFieldMixin
-from .parsing import UnparseableFormat
-from .sync import SCAN_CHUNK, SyncResult, Target, empty_values, row_target, scope_fields, sequence_field, sync_rows
+from django_segment_seq.fields.sequence import FormattedSequenceField, _SequenceFieldMixin
+from django_segment_seq.flow.parsing import UnparseableFormat
+from django_segment_seq.sync import (
+    SCAN_CHUNK,
+    SyncResult,
+    Target,
+    empty_values,
+    row_target,
+    scope_fields,
+    sequence_field,
+    sync_rows,
+)
 
 DEFAULT_BATCH_SIZE = 1000
 
@@ -119,7 +128,7 @@ class _RowsMoved:
 
 def _distinct_dates(model: type[models.Model], field: _SequenceFieldMixin, empty: Any) -> Iterable[SimpleNamespace]:
     """Each distinct combination of scope values and reset_on date of the empty rows: what picks their rows."""
-    from .models import concrete_field
+    from django_segment_seq.models import concrete_field
 
     names = [scope_field.attname for scope_field in scope_fields(model, field)]
     if isinstance(field, FormattedSequenceField) and field.reset_on is not None:
@@ -144,8 +153,8 @@ def _fill_batch(
     field: _SequenceFieldMixin, model: type[models.Model], rows: list[models.Model], alias: str, in_bulk: bool
 ) -> int:
     if in_bulk:
-        from .api import next_values
-        from .scopes import bulk_groups
+        from django_segment_seq.api import next_values
+        from django_segment_seq.flow.scopes import bulk_groups
 
         # Taken before the transaction opens, so on SQLite the block never waits for this batch's own write lock.
         for name, group in bulk_groups(field, rows):  # one row per scope; the sequence's own row otherwise
@@ -172,7 +181,7 @@ def _update_if_empty(
 ) -> int:
     """Set each row's value in one UPDATE per chunk, changing only rows whose value is still empty (someone else may
     have filled one meanwhile); returns the rows changed."""
-    from .models import column_of
+    from django_segment_seq.models import column_of
 
     quote = connection.ops.quote_name
     table, column = quote(model._meta.db_table), quote(column_of(model, field.name))

@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
-from .conf import DEFAULTS, SETTING_NAME
+from django_segment_seq.conf import DEFAULTS, SETTING_NAME
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "DATABASE": (str, type(None)),
@@ -111,7 +111,7 @@ def _check_router_agrees(alias: str) -> list[checks.CheckMessage]:
     """Numbers come from `alias`; the admin and migrations must see the same table, or edits miss it."""
     from django.db import router
 
-    from .models import Sequence
+    from django_segment_seq.models import Sequence
 
     routed = router.db_for_write(Sequence)
     if routed == alias:
@@ -151,8 +151,8 @@ def _check_metrics() -> list[checks.CheckMessage]:
 @checks.register()
 def check_sqlite_single_writer(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """A shared SQLite file whose transactions take the write lock at BEGIN leaves no room for an independent commit."""
-    from . import sqlite
-    from .routing import sequence_database
+    from django_segment_seq.db import sqlite
+    from django_segment_seq.db.routing import sequence_database
 
     alias = sequence_database()
     if alias not in settings.DATABASES or not sqlite.shares_file(alias) or not sqlite.immediate_transactions(alias):
@@ -177,9 +177,9 @@ def check_scope(field: Any) -> list[checks.CheckMessage]:
     """
     from django.core.exceptions import FieldDoesNotExist
 
-    from .formatting import PERIOD_SUFFIX_LENGTH
-    from .models import NAME_MAX_LENGTH
-    from .scopes import PAIR_SEPARATOR, SCOPE_MARK, scope_names
+    from django_segment_seq.flow.formats import PERIOD_SUFFIX_LENGTH
+    from django_segment_seq.flow.scopes import PAIR_SEPARATOR, SCOPE_MARK, scope_names
+    from django_segment_seq.models import NAME_MAX_LENGTH
 
     scope = field.scope
     if scope is None:
@@ -297,7 +297,7 @@ def _format_shows_scope(field: Any, names: tuple[str, ...]) -> bool:
 
 def _check_shared_scope(field: Any) -> list[checks.CheckMessage]:
     """Fields sharing a sequence must share its scope, or one field's period rows could take another's scope names."""
-    from .fields import _SequenceFieldMixin
+    from django_segment_seq.fields.sequence import _SequenceFieldMixin
 
     if not hasattr(field, "model"):
         return []
@@ -327,7 +327,7 @@ def _names(model: Any, scope: Any) -> tuple[str, ...]:
     """The field names a scope option resolves to ("company_id" is "company"); a malformed one (E023) as it is."""
     from django.core.exceptions import FieldDoesNotExist
 
-    from .scopes import scope_names
+    from django_segment_seq.flow.scopes import scope_names
 
     try:
         names = [str(name) for name in scope_names(scope)]

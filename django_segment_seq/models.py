@@ -12,8 +12,8 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from .ranges import BIGINT_MAX, BIGINT_MIN
-from .snowflake.models import WorkerLease  # noqa: F401 - the Snowflake worker id leases
+from django_segment_seq.allocator.blocks import BIGINT_MAX, BIGINT_MIN
+from django_segment_seq.snowflake.models import WorkerLease  # noqa: F401 - the Snowflake worker id leases
 
 if TYPE_CHECKING:
     from collections.abc import Collection

@@ -8,7 +8,7 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
-from .backfill import DEFAULT_BATCH_SIZE, fill_empty
+from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, fill_empty
 
 
 class FillSequenceField(Operation):

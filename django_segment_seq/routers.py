@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db.models import Model
 
-from .conf import app_settings
+from django_segment_seq.conf import app_settings
 
 APP_LABEL = "django_segment_seq"
 

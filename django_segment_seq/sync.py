@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, cast
 from django.db import models, router
 from django.db.models import Max, Q
 
-from . import formatting
-from .exceptions import SequenceScopeError
-from .fields import FormattedSequenceField, _SequenceFieldMixin
-from .parsing import _DATE_DIRECTIVES, FormatParser
+from django_segment_seq.exceptions import SequenceScopeError
+from django_segment_seq.fields.sequence import FormattedSequenceField, _SequenceFieldMixin
+from django_segment_seq.flow import formats as formatting
+from django_segment_seq.flow.parsing import _DATE_DIRECTIVES, FormatParser
 
 if TYPE_CHECKING:
-    from .resets import Reset
+    from django_segment_seq.flow.resets import Reset
 
 # Rows read per round trip while scanning a formatted column for its highest number.
 SCAN_CHUNK = 5000
@@ -60,7 +60,7 @@ def sequence_field(model: type[models.Model], field_name: str) -> _SequenceField
 
 def unscoped_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
     """sequence_field() for sync, which moves one row per column, not one per scope."""
-    from .scopes import scope_names
+    from django_segment_seq.flow.scopes import scope_names
 
     field = sequence_field(model, field_name)
     names = scope_names(field.scope)
@@ -92,8 +92,8 @@ def current_target(field: _SequenceFieldMixin) -> tuple[Target, datetime | None]
 
 def scope_fields(model: type[models.Model], field: _SequenceFieldMixin) -> list[models.Field[Any, Any]]:
     """The model fields `field` is scoped by, in the order that names its rows."""
-    from .models import concrete_field
-    from .scopes import scope_names
+    from django_segment_seq.flow.scopes import scope_names
+    from django_segment_seq.models import concrete_field
 
     return [concrete_field(model, name) for name in scope_names(field.scope)]
 
@@ -101,7 +101,7 @@ def scope_fields(model: type[models.Model], field: _SequenceFieldMixin) -> list[
 def row_target(field: _SequenceFieldMixin, instance: Any) -> tuple[Target, datetime | None]:
     """The scope and period whose row numbers `instance`, picked as the field's own numbering picks them, and the
     instant that picked the period (None without one). `instance` needs only the scope fields and reset_on."""
-    from .scopes import scope_key
+    from django_segment_seq.flow.scopes import scope_key
 
     scope = scope_key(field, instance)
     if not isinstance(field, FormattedSequenceField):
@@ -228,7 +228,7 @@ def highest_per_row(
     scope is read from its scope fields; a formatted text's period from the text (_StoredTexts).
     UnparseableFormat for formats that cannot be read back.
     """
-    from .scopes import scope_key
+    from django_segment_seq.flow.scopes import scope_key
 
     alias = using or router.db_for_read(model)
     rows = model._base_manager.db_manager(alias).exclude(empty_values(field))
@@ -294,10 +294,10 @@ def move_past(field: _SequenceFieldMixin, target: Target, highest: int, *, store
 
     ValueError when `highest` is above the row's maximum. The caller clears this process's cached ranges.
     """
-    from .models import Sequence
-    from .periods import ensure_row
-    from .routing import sequence_database
-    from .scopes import row_name
+    from django_segment_seq.db.routing import sequence_database
+    from django_segment_seq.flow.derived import ensure_row
+    from django_segment_seq.flow.scopes import row_name
+    from django_segment_seq.models import Sequence
 
     scope, period = target
     name = row_name(field.sequence_name, scope, period)
@@ -334,7 +334,7 @@ def sync_rows(
     then forgets this process's cached ranges. ValueError when a highest value is above its row's
     maximum (rows moved before it stay moved); UnparseableFormat for formats that cannot be read back.
     """
-    from .api import clear_cache
+    from django_segment_seq.api import clear_cache
 
     highest, unreadable = highest_per_row(model, field, targets, using=using)
     stored_in = f"{model._meta.label}.{field.name}"
@@ -353,9 +353,9 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     ValueError when the highest value is above the row's maximum; UnparseableFormat for formats that
     cannot be read back.
     """
-    from .models import Sequence
-    from .routing import sequence_database
-    from .scopes import row_name
+    from django_segment_seq.db.routing import sequence_database
+    from django_segment_seq.flow.scopes import row_name
+    from django_segment_seq.models import Sequence
 
     field = unscoped_field(model, field_name)
     target, moment = current_target(field)

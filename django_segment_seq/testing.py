@@ -20,12 +20,12 @@ from django.db.models import F, Q
 from django.test.runner import DiscoverRunner as DjangoDiscoverRunner
 from django.utils import timezone
 
-from .api import clear_cache, close_connections
-from .callers import Session, holds_row, session
-from .conf import app_settings
-from .dbconn import pool
-from .routing import sequence_database
-from .statements import MYSQL_BOUND, PG_SET_LOCK_TIMEOUT, mysql_lock_wait, pg_lock_timeout
+from django_segment_seq.allocator.callers import Session, holds_row, session
+from django_segment_seq.allocator.connections import pool
+from django_segment_seq.api import clear_cache, close_connections
+from django_segment_seq.conf import app_settings
+from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.db.statements import MYSQL_BOUND, PG_SET_LOCK_TIMEOUT, mysql_lock_wait, pg_lock_timeout
 
 __all__ = [
     "DiscoverRunner",
@@ -50,7 +50,7 @@ def reset_sequences(*names: str, using: str | None = None) -> None:
     rolled back with it, which is what a `setUp` wants. Per-period and per-scope rows of a named sequence are
     reset too.
     """
-    from .models import Sequence
+    from django_segment_seq.models import Sequence
 
     clear_cache()
     rows = Sequence.objects.using(using or sequence_database())
@@ -112,7 +112,7 @@ class _Names:
     """The Sequence table and the columns the cleanup names, quoted the connection's way."""
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
-        from .models import Sequence, column_of
+        from django_segment_seq.models import Sequence, column_of
 
         quote = connection.ops.quote_name
         self.table = quote(Sequence._meta.db_table)

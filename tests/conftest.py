@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 
 from django_segment_seq import clear_cache
-from django_segment_seq.dbconn import pool
+from django_segment_seq.allocator.connections import pool
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -197,8 +197,8 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
-    """Replaces django_segment_seq.formatting.now; starts at 2026-11-22 12:00 in the project's time zone."""
-    from django_segment_seq import formatting
+    """Replaces django_segment_seq.flow.formats.now; starts at 2026-11-22 12:00 in the project's time zone."""
+    from django_segment_seq.flow import formats as formatting
 
     fake = Clock().set("2026-11-22 12:00:00")
     monkeypatch.setattr(formatting, "now", fake)

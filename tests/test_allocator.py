@@ -11,7 +11,7 @@ from django_segment_seq import (
     next_values,
     sequence_stats,
 )
-from django_segment_seq.allocator import allocate
+from django_segment_seq.allocator.loop import allocate
 from django_segment_seq.models import Sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -131,7 +131,7 @@ def test_unusual_names_are_stored_as_given(name):
 
 def test_close_connections_then_allocate_again():
     from django_segment_seq import close_connections
-    from django_segment_seq.dbconn import pool
+    from django_segment_seq.allocator.connections import pool
 
     Sequence.objects.create(name="s", step=1)
     assert next_value("s") == 1

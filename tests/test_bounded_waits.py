@@ -8,7 +8,8 @@ from django.conf import settings
 from django.db import connections
 from django.test import override_settings
 
-from django_segment_seq import SequenceError, cache, next_value, wait_for_prefetch
+from django_segment_seq import SequenceError, next_value, wait_for_prefetch
+from django_segment_seq.cache import range_cache as cache
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
 from tests.scenarios import run_scenario

@@ -9,9 +9,9 @@ from django.conf import settings
 from django.db import DataError, connections, transaction
 from django.db.models import F
 
-from django_segment_seq import callers
-from django_segment_seq.callers import Session
-from django_segment_seq.dbconn import pool
+from django_segment_seq.allocator import callers
+from django_segment_seq.allocator.callers import Session
+from django_segment_seq.allocator.connections import pool
 from django_segment_seq.models import Sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)

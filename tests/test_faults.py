@@ -17,15 +17,9 @@ from django.db import OperationalError, connection, connections, transaction
 from django.db.models import F
 from django.test import override_settings
 
-from django_segment_seq import (
-    SequenceContention,
-    SequenceUnavailable,
-    allocator,
-    next_value,
-    next_values,
-    sequence_stats,
-)
-from django_segment_seq.dbconn import pool
+from django_segment_seq import SequenceContention, SequenceUnavailable, next_value, next_values, sequence_stats
+from django_segment_seq.allocator import loop as allocator
+from django_segment_seq.allocator.connections import pool
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
 from tests.stress.run import kill_sessions
@@ -326,7 +320,7 @@ def test_a_failed_connection_is_not_kept_as_borrowed():
     """A connection dropped after a database error is forgotten entirely, not left in the pool's books."""
     from django.db import OperationalError
 
-    from django_segment_seq.dbconn import pool
+    from django_segment_seq.allocator.connections import pool
 
     with pytest.raises(OperationalError), pool.borrow("default"):
         raise OperationalError("lost")

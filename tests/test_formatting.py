@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from django_segment_seq import SequenceField
 from django_segment_seq.fields import FormattedSequenceField
-from django_segment_seq.formatting import FlowFormat, width_cap
+from django_segment_seq.flow.formats import FlowFormat, width_cap
 from django_segment_seq.models import Sequence
 from tests.testapp.models import (
     DailyOrder,
@@ -218,7 +218,7 @@ def test_record_dated_in_december_and_saved_in_january_counts_in_december(clock)
 
 
 def test_instant_of_a_date_or_datetime(settings):
-    from django_segment_seq.formatting import instant_of
+    from django_segment_seq.flow.formats import instant_of
 
     paris = timezone.get_default_timezone()
     assert instant_of(date(2026, 12, 31)) == datetime(2026, 12, 31, tzinfo=paris)

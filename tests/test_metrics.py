@@ -17,18 +17,18 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from django_segment_seq import (
     SequenceExhausted,
-    allocator,
     clear_cache,
-    events,
-    metrics,
     next_value,
     next_values,
     sequence_stats,
     wait_for_prefetch,
 )
+from django_segment_seq.allocator import loop as allocator
+from django_segment_seq.cache import events
 from django_segment_seq.checks import check_settings
-from django_segment_seq.logs import log_fetch
 from django_segment_seq.models import Sequence
+from django_segment_seq.observe import metrics
+from django_segment_seq.observe.logs import log_fetch
 from tests.conftest import ROOT, assert_unique, worker_env
 
 ON_SQLITE = settings.BACKEND == "sqlite"

@@ -4,8 +4,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from django_segment_seq import next_value
+from django_segment_seq.allocator.blocks import BIGINT_MIN
 from django_segment_seq.models import Sequence
-from django_segment_seq.ranges import BIGINT_MIN
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

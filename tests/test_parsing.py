@@ -4,8 +4,8 @@ from datetime import datetime
 
 import pytest
 
-from django_segment_seq.formatting import FlowFormat
-from django_segment_seq.parsing import FormatParser, UnparseableFormat
+from django_segment_seq.flow.formats import FlowFormat
+from django_segment_seq.flow.parsing import FormatParser, UnparseableFormat
 from tests.testapp.models import payment_reference
 
 MOMENT = datetime(2026, 11, 22, 12, 0)

@@ -8,8 +8,8 @@ import pytest
 from django.test import override_settings
 
 from django_segment_seq import SequenceExhausted, SequenceNotFound, clear_cache, next_value
+from django_segment_seq.flow.resets import named_key
 from django_segment_seq.models import Sequence
-from django_segment_seq.resets import named_key
 from tests.conftest import assert_unique
 from tests.testapp.models import (
     DailyOrder,
@@ -148,7 +148,7 @@ def test_processes_saving_across_midnight(run_workers):
 
 
 def test_derived_name_over_the_limit_is_refused(clock):
-    from django_segment_seq.periods import take
+    from django_segment_seq.flow.derived import take
 
     with pytest.raises(ValueError, match="100"):
         take("n" * 95, str, period="2026-11-22", gapless=True)

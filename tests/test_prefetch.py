@@ -11,7 +11,8 @@ from django.conf import settings
 from django.db import OperationalError
 from django.test import override_settings
 
-from django_segment_seq import cache, next_value, next_values, sequence_stats, wait_for_prefetch
+from django_segment_seq import next_value, next_values, sequence_stats, wait_for_prefetch
+from django_segment_seq.cache import range_cache as cache
 from django_segment_seq.exceptions import SequenceUnavailable
 from django_segment_seq.models import Sequence
 from tests.conftest import ROOT, assert_unique, worker_env
@@ -211,7 +212,7 @@ def test_exit_with_a_prefetch_in_flight_is_clean(transactional_db):
 
 
 def test_worker_shutdown_refuses_new_jobs_and_does_not_hang():
-    from django_segment_seq.prefetch import Prefetcher
+    from django_segment_seq.cache.prefetch import Prefetcher
 
     worker = Prefetcher()
     release = threading.Event()

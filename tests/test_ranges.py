@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from django_segment_seq.allocator.blocks import BIGINT_MAX, Block, Row, Unused, next_block, unused_run
 from django_segment_seq.exceptions import SequenceExhausted, SequenceMisconfigured
-from django_segment_seq.ranges import BIGINT_MAX, Block, Row, Unused, next_block, unused_run
 
 
 def row(value=0, step=10, min_value=1, max_value=100, cycle=False):

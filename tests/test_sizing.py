@@ -2,8 +2,8 @@
 
 import pytest
 
-from django_segment_seq.ranges import Row, next_block
-from django_segment_seq.sizing import next_size
+from django_segment_seq.allocator.blocks import Row, next_block
+from django_segment_seq.cache.sizing import next_size
 
 TARGET = 60.0
 

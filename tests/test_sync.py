@@ -3,8 +3,8 @@
 import pytest
 
 from django_segment_seq import next_value, next_values
+from django_segment_seq.flow.parsing import UnparseableFormat
 from django_segment_seq.models import Sequence
-from django_segment_seq.parsing import UnparseableFormat
 from django_segment_seq.sync import sync_sequence
 from tests.testapp.models import ImportedOrder, Order
 

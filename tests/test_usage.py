@@ -4,9 +4,9 @@ import datetime
 
 from django.utils import timezone
 
+from django_segment_seq.allocator.blocks import BIGINT_MAX
 from django_segment_seq.models import Sequence
-from django_segment_seq.ranges import BIGINT_MAX
-from django_segment_seq.usage import HORIZON, MIN_HISTORY, has_limit, usage
+from django_segment_seq.observe.usage import HORIZON, MIN_HISTORY, has_limit, usage
 
 NOW = timezone.now()
 

@@ -80,7 +80,7 @@ def fake_clock(skew: float) -> None:
 
     from django.utils import timezone
 
-    from django_segment_seq import formatting
+    from django_segment_seq.flow import formats as formatting
 
     start = datetime.fromisoformat(os.environ["SEGMENT_SEQ_TEST_CLOCK"]) + timedelta(seconds=skew)
     tick = float(os.environ.get("SEGMENT_SEQ_TEST_TICK", "0"))
@@ -139,7 +139,7 @@ def flow_fiscal(skew: str, count: int) -> list[int]:
     """Fiscal-year invoices: every other one dated the day before the clock's date, as if entered late."""
     from datetime import timedelta
 
-    from django_segment_seq import formatting
+    from django_segment_seq.flow import formats as formatting
     from tests.testapp.models import FiscalInvoice
 
     fake_clock(float(skew))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..exceptions import SequenceError
+from django_segment_seq.exceptions import SequenceError
 
 __all__ = ["ClockMovedBackwards", "SnowflakeError", "WorkerIdsExhausted", "WorkerLeaseExpired"]
 

@@ -9,8 +9,8 @@ from django.core import checks
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .generator import next_snowflake
-from .layouts import LAYOUTS
+from django_segment_seq.snowflake.generator import next_snowflake
+from django_segment_seq.snowflake.layouts import LAYOUTS
 
 if TYPE_CHECKING:
     from django.db.models.expressions import Combinable

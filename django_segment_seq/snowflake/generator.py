@@ -25,11 +25,11 @@ from django.core.signals import setting_changed
 from django.db import DatabaseError
 from django.dispatch import receiver
 
-from ..conf import SETTING_NAME, app_settings
-from ..exceptions import SequenceMisconfigured, SequenceUnavailable
-from . import leases
-from .exceptions import ClockMovedBackwards, SnowflakeError, WorkerLeaseExpired
-from .layouts import Layout, get_layout
+from django_segment_seq.conf import SETTING_NAME, app_settings
+from django_segment_seq.exceptions import SequenceMisconfigured, SequenceUnavailable
+from django_segment_seq.snowflake import leases
+from django_segment_seq.snowflake.exceptions import ClockMovedBackwards, SnowflakeError, WorkerLeaseExpired
+from django_segment_seq.snowflake.layouts import Layout, get_layout
 
 logger = logging.getLogger("django_segment_seq.snowflake")
 

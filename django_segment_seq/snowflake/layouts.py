@@ -86,7 +86,7 @@ def instant_of_ms(milliseconds: int) -> datetime | None:
 
 def epoch_ms() -> int:
     """The configured epoch, Unix milliseconds: ids count time from here."""
-    from ..conf import app_settings
+    from django_segment_seq.conf import app_settings
 
     return int(app_settings()["SNOWFLAKE_EPOCH_MS"])
 

@@ -16,12 +16,12 @@ from datetime import datetime
 
 from django.db import router
 
-from ..conf import app_settings
-from ..dbconn import pool
-from .exceptions import WorkerIdsExhausted
-from .layouts import Layout
-from .layouts import instant_of_ms as _instant
-from .sql import statements
+from django_segment_seq.allocator.connections import pool
+from django_segment_seq.conf import app_settings
+from django_segment_seq.snowflake.exceptions import WorkerIdsExhausted
+from django_segment_seq.snowflake.layouts import Layout
+from django_segment_seq.snowflake.layouts import instant_of_ms as _instant
+from django_segment_seq.snowflake.sql import statements
 
 # Rounds of read-then-take lost to other processes before the layout counts as exhausted.
 TAKE_ROUNDS = 20
@@ -74,7 +74,7 @@ class LiveLease:
 
 def lease_database() -> str:
     """The alias holding the WorkerLease table: SEGMENT_SEQ['DATABASE'], else where the routers write it."""
-    from .models import WorkerLease
+    from django_segment_seq.snowflake.models import WorkerLease
 
     return app_settings()["DATABASE"] or router.db_for_write(WorkerLease)
 

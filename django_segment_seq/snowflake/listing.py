@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .leases import LiveLease
+from django_segment_seq.snowflake.leases import LiveLease
 
 HEADER = ("LAYOUT", "WORKER", "HOST", "PID", "STATUS", "EXPIRES", "RENEWED")
 

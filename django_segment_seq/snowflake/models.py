@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from .layouts import instant_of_ms as _instant
+from django_segment_seq.snowflake.layouts import instant_of_ms as _instant
 
 
 class WorkerLease(models.Model):

@@ -98,8 +98,8 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> LeaseStateme
 
 def statements(connection: BaseDatabaseWrapper) -> LeaseStatements:
     """The statements for this connection's vendor, with the WorkerLease table and columns quoted."""
-    from ..models import column_of
-    from .models import WorkerLease
+    from django_segment_seq.models import column_of
+    from django_segment_seq.snowflake.models import WorkerLease
 
     meta = WorkerLease._meta
     quote = connection.ops.quote_name

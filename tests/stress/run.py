@@ -253,7 +253,7 @@ def run_backend(backend: str, workers: int, numbers: int, seed: int, faults: str
     from django.db import connection
     from django.test.utils import setup_databases, teardown_databases
 
-    from django_segment_seq.dbconn import pool
+    from django_segment_seq.allocator.connections import pool
 
     django.setup()
     config = setup_databases(verbosity=0, interactive=False)

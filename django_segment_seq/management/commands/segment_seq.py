@@ -14,23 +14,23 @@ from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 from django.db import DatabaseError, connections, models
 from tqdm import tqdm
 
-from django_segment_seq.allocator import is_lock_timeout
+from django_segment_seq.allocator.blocks import BIGINT_MAX
+from django_segment_seq.allocator.loop import is_lock_timeout
 from django_segment_seq.api import sequence_stats
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
-from django_segment_seq.bounded import session_bounds
 from django_segment_seq.conf import app_settings
+from django_segment_seq.db.bounded import session_bounds
+from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.flow.parsing import UnparseableFormat
+from django_segment_seq.flow.scopes import scope_of
+from django_segment_seq.flow.scopes import shown as shown_scope
 from django_segment_seq.models import Sequence
-from django_segment_seq.parsing import UnparseableFormat
-from django_segment_seq.ranges import BIGINT_MAX
-from django_segment_seq.routing import sequence_database
-from django_segment_seq.scopes import scope_of
-from django_segment_seq.scopes import shown as shown_scope
 from django_segment_seq.snowflake import listing as lease_listing
 from django_segment_seq.snowflake.leases import lease_database, worker_leases
 from django_segment_seq.sync import sync_sequence
 
 if TYPE_CHECKING:
-    from django_segment_seq.cache import SequenceStats
+    from django_segment_seq.cache.range_cache import SequenceStats
 
 NO_LIMIT = "no limit"
 

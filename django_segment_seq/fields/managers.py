@@ -18,7 +18,7 @@ from django.db import models
 from django.db.models.signals import class_prepared
 from django.dispatch import receiver
 
-from .bulk import SequenceManager, _sequence_fields
+from django_segment_seq.fields.bulk import SequenceManager, _sequence_fields
 
 
 @receiver(class_prepared)

@@ -32,11 +32,17 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
-from . import sqlite
-from .bounded import in_savepoint
-from .conf import app_settings
-from .statements import MYSQL_BLOCKERS_OF, MYSQL_IN_TRANSACTION, MYSQL_KILL_QUERY, PG_XACT_IN_PROGRESS, statements_for
-from .txblocks import Held, TransactionMemory
+from django_segment_seq.allocator.memory import Held, TransactionMemory
+from django_segment_seq.conf import app_settings
+from django_segment_seq.db import sqlite
+from django_segment_seq.db.bounded import in_savepoint
+from django_segment_seq.db.statements import (
+    MYSQL_BLOCKERS_OF,
+    MYSQL_IN_TRANSACTION,
+    MYSQL_KILL_QUERY,
+    PG_XACT_IN_PROGRESS,
+    statements_for,
+)
 
 logger = logging.getLogger("django_segment_seq")
 
@@ -186,7 +192,7 @@ def _postgresql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
 
 def _mysql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
     """A row the caller sees that the committed table lacks is its own insert; a locked row, InnoDB says whose."""
-    from .dbconn import pool
+    from django_segment_seq.allocator.connections import pool
 
     sql = statements_for(connection)
     with connection.cursor() as cursor:

@@ -18,7 +18,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
-from .conf import app_settings
+from django_segment_seq.conf import app_settings
 
 # How long a caller whose transaction holds the write lock waits for another thread's hold on a
 # sequence: that thread may itself be waiting for this caller's write lock.

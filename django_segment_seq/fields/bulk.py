@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from django.db import models
 
-from .api import next_values
-from .scopes import bulk_groups
+from django_segment_seq.api import next_values
+from django_segment_seq.flow.scopes import bulk_groups
 
 _M = TypeVar("_M", bound=models.Model)
 
@@ -59,7 +59,7 @@ def _by_model(objs: SequenceOf[models.Model]) -> Iterable[tuple[type[models.Mode
 
 
 def _sequence_fields(model: type[models.Model]) -> list[Any]:
-    from .fields import SequenceField
+    from django_segment_seq.fields.sequence import SequenceField
 
     # Gapless fields are left to pre_save: their numbers are locked one at a time in the caller's transaction.
     return [f for f in model._meta.concrete_fields if isinstance(f, SequenceField) and not f.gapless]

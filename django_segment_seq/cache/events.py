@@ -18,12 +18,12 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from .conf import SETTING_NAME
-from .logs import log_fetch
+from django_segment_seq.conf import SETTING_NAME
+from django_segment_seq.observe.logs import log_fetch
 
 if TYPE_CHECKING:
-    from .allocator import Allocation
-    from .cache import SequenceStats, _Slot
+    from django_segment_seq.allocator.loop import Allocation
+    from django_segment_seq.cache.range_cache import SequenceStats, _Slot
 
 logger = logging.getLogger("django_segment_seq")
 
@@ -75,7 +75,7 @@ def fetch_failed(slot: _Slot, error: BaseException) -> None:
 
 def current() -> Iterator[Fetch]:
     """Every sequence's figures in this process now, as fetch-less events: for listeners that catch up (at exit)."""
-    from .cache import ranges
+    from django_segment_seq.cache.range_cache import ranges
 
     for slot in list(ranges._slots.values()):
         # A foreground fetch holds the lock during its round trip; the figures are worth less than that wait.
@@ -108,7 +108,7 @@ def apply_metrics_setting() -> None:
     configured = getattr(settings, SETTING_NAME, None)
     if isinstance(configured, dict) and configured.get("METRICS") is True:
         try:
-            from . import metrics
+            from django_segment_seq.observe import metrics
         except ImportError as exc:
             logger.warning(
                 "%s['METRICS'] is on but prometheus_client cannot be imported (%s): no metrics are exported. "
@@ -118,8 +118,8 @@ def apply_metrics_setting() -> None:
             )
             return
         metrics.register()
-    elif "django_segment_seq.metrics" in sys.modules:
-        sys.modules["django_segment_seq.metrics"].unregister()
+    elif "django_segment_seq.observe.metrics" in sys.modules:
+        sys.modules["django_segment_seq.observe.metrics"].unregister()
 
 
 @receiver(setting_changed)

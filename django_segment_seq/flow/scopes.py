@@ -24,8 +24,8 @@ from django.core.exceptions import ValidationError
 from django.db.models import CharField, Q, Value
 from django.db.models.functions import Concat
 
-from .exceptions import SequenceScopeError
-from .formatting import period_row_name
+from django_segment_seq.exceptions import SequenceScopeError
+from django_segment_seq.flow.formats import period_row_name
 
 if TYPE_CHECKING:
     from django.db import models
@@ -104,7 +104,7 @@ def _scope_fields(field: Any) -> list[Any]:
 
 def row_name(sequence_name: str, scope: str | None, period: str | None) -> str:
     """The row counting `scope` in `period`; SequenceScopeError rather than a name cut to fit the column."""
-    from .models import NAME_MAX_LENGTH
+    from django_segment_seq.models import NAME_MAX_LENGTH
 
     if scope is None:
         return period_row_name(sequence_name, period)
@@ -151,8 +151,8 @@ def bulk_groups(field: Any, objs: list[models.Model]) -> Iterable[tuple[str, lis
     """`objs` grouped by the row each takes its number from, those rows created, for one allocation per scope."""
     if not scope_names(getattr(field, "scope", None)):
         return [(field.sequence_name, objs)]
-    from .periods import ensure_row
-    from .routing import sequence_database
+    from django_segment_seq.db.routing import sequence_database
+    from django_segment_seq.flow.derived import ensure_row
 
     groups: dict[str, list[models.Model]] = {}
     for obj in objs:

@@ -11,10 +11,10 @@ import os
 import threading
 from typing import TYPE_CHECKING
 
-from .conf import SETTING_NAME, app_settings
+from django_segment_seq.conf import SETTING_NAME, app_settings
 
 if TYPE_CHECKING:
-    from .events import Fetch
+    from django_segment_seq.cache.events import Fetch
 
 logger = logging.getLogger("django_segment_seq")
 

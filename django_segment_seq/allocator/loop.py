@@ -21,19 +21,19 @@ from django.db import DatabaseError, Error, InterfaceError, OperationalError, co
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from . import callers
-from .bounded import in_savepoint, write_transaction
-from .callers import Session
-from .conf import app_settings
-from .dbconn import pool
-from .exceptions import (
+from django_segment_seq.allocator import callers
+from django_segment_seq.allocator.blocks import Block, Row, next_block
+from django_segment_seq.allocator.callers import Session
+from django_segment_seq.allocator.connections import pool
+from django_segment_seq.conf import app_settings
+from django_segment_seq.db.bounded import in_savepoint, write_transaction
+from django_segment_seq.db.statements import Statements, statements_for
+from django_segment_seq.exceptions import (
     SequenceContention,
     SequenceMisconfigured,
     SequenceNotFound,
     SequenceUnavailable,
 )
-from .ranges import Block, Row, next_block
-from .statements import Statements, statements_for
 
 # Errors after which a fresh connection and another attempt may succeed.
 TRANSIENT_ERRORS: tuple[type[Error], ...] = (OperationalError, InterfaceError)  # InterfaceError is no DatabaseError
@@ -386,7 +386,7 @@ def _create_row(
 
 def _new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
     """The row a sequence gets on first use (the model's defaults, DEFAULT_STEP), if CREATE_ON_FIRST_USE allows it."""
-    from .models import Sequence, concrete_field
+    from django_segment_seq.models import Sequence, concrete_field
 
     if not settings["CREATE_ON_FIRST_USE"]:
         raise SequenceNotFound(name, alias)

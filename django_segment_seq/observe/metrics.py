@@ -17,9 +17,9 @@ from typing import Literal
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 
-from . import events
-from .events import Fetch
-from .logs import used_share
+from django_segment_seq.cache import events
+from django_segment_seq.cache.events import Fetch
+from django_segment_seq.observe.logs import used_share
 
 LABELS = ("alias", "sequence")
 

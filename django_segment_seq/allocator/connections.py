@@ -17,8 +17,8 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.utils import load_backend
 
-from .conf import app_settings
-from .statements import SESSION_LOCK_TIMEOUT, session_lock_timeout_params
+from django_segment_seq.conf import app_settings
+from django_segment_seq.db.statements import SESSION_LOCK_TIMEOUT, session_lock_timeout_params
 
 # Seconds a private connection may take to connect, unless the project's OPTIONS say otherwise.
 CONNECT_TIMEOUT = 10

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.db import connections
 from django.utils import timezone
 
-from .exceptions import SequenceNotFound
-from .ranges import Row, next_block
-from .statements import statements_for
+from django_segment_seq.allocator.blocks import Row, next_block
+from django_segment_seq.db.statements import statements_for
+from django_segment_seq.exceptions import SequenceNotFound
 
 
 def take_locked(alias: str, name: str) -> int | None:

@@ -11,8 +11,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from .ranges import BIGINT_MAX
-from .resets import KEY_MAX_LENGTH, Reset, ResetOption
+from django_segment_seq.allocator.blocks import BIGINT_MAX
+from django_segment_seq.flow.resets import KEY_MAX_LENGTH, Reset, ResetOption
 
 # The longest suffix a period adds to a sequence name ("@2026-11-22").
 PERIOD_SUFFIX_LENGTH = 1 + KEY_MAX_LENGTH

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .exceptions import SequenceExhausted, SequenceMisconfigured
+from django_segment_seq.exceptions import SequenceExhausted, SequenceMisconfigured
 
 BIGINT_MIN = -(2**63)
 BIGINT_MAX = 2**63 - 1

@@ -11,11 +11,11 @@ from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from . import formatting
-from .api import next_value
-from .defaultmanager import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
-from .formatting import PERIOD_SUFFIX_LENGTH, FlowFormat
-from .resets import NAMED, Reset, ResetOption
+from django_segment_seq.api import next_value
+from django_segment_seq.fields.managers import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
+from django_segment_seq.flow import formats as formatting
+from django_segment_seq.flow.formats import PERIOD_SUFFIX_LENGTH, FlowFormat
+from django_segment_seq.flow.resets import NAMED, Reset, ResetOption
 
 if TYPE_CHECKING:
     from django.db.models.expressions import Combinable
@@ -92,7 +92,7 @@ class _SequenceFieldMixin(_MixinBase):
             kwargs["scope"] = self.scope
 
     def _check_sequence_name(self) -> list[checks.CheckMessage]:
-        from .models import validate_sequence_name
+        from django_segment_seq.models import validate_sequence_name
 
         try:
             validate_sequence_name(self.sequence_name)
@@ -226,7 +226,7 @@ class _SequenceFieldMixin(_MixinBase):
         """The row lock must be taken in the transaction that saves the model, so both must share a database."""
         from django.db import router
 
-        from .routing import sequence_database
+        from django_segment_seq.db.routing import sequence_database
 
         if not hasattr(self, "model"):
             return []
@@ -308,8 +308,8 @@ class SequenceField(_SequenceFieldMixin, _IntegerBase):
 
     def _take(self, instance: models.Model | None = None) -> int:
         if self.gapless or self.scope:
-            from .periods import take
-            from .scopes import scope_key
+            from django_segment_seq.flow.derived import take
+            from django_segment_seq.flow.scopes import scope_key
 
             scope = None if instance is None else scope_key(self, instance)
             return take(self.sequence_name, int, gapless=self.gapless is True, scope=scope)
@@ -327,7 +327,7 @@ class SequenceField(_SequenceFieldMixin, _IntegerBase):
         return value
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
-        from .checks import check_scope
+        from django_segment_seq.checks import check_scope
 
         return [
             *super().check(**kwargs),
@@ -372,9 +372,9 @@ class FormattedSequenceField(_SequenceFieldMixin, _TextBase):
         return name, "django_segment_seq.fields.SequenceField", args, kwargs
 
     def _take(self, instance: models.Model) -> str:
-        from .models import NAME_MAX_LENGTH
-        from .periods import take
-        from .scopes import scope_key
+        from django_segment_seq.flow.derived import take
+        from django_segment_seq.flow.scopes import scope_key
+        from django_segment_seq.models import NAME_MAX_LENGTH
 
         moment = self.instant(instance)
         period = self.reset_rule.key(moment)
@@ -406,7 +406,7 @@ class FormattedSequenceField(_SequenceFieldMixin, _TextBase):
         """The one instant that picks the period and fills {date}: the record's reset_on date, else now."""
         if self.reset_on is None:
             return formatting.now()
-        from .models import concrete_field
+        from django_segment_seq.models import concrete_field
 
         field = concrete_field(self.model, self.reset_on)  # a DateField or DateTimeField, as E020 checks
         value = getattr(instance, field.attname)
@@ -428,7 +428,7 @@ class FormattedSequenceField(_SequenceFieldMixin, _TextBase):
         return value
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
-        from .checks import check_scope
+        from django_segment_seq.checks import check_scope
 
         return [
             *super().check(**kwargs),

@@ -21,13 +21,15 @@ from django.core.signals import setting_changed
 from django.db import connections
 from django.dispatch import receiver
 
-from . import callers, events, sqlite
-from .allocator import Allocation, allocate
-from .conf import SETTING_NAME, app_settings
-from .prefetch import prefetcher
-from .ranges import Block, Unused, unused_run
-from .sizing import next_size
-from .txblocks import Held, TransactionMemory
+from django_segment_seq.allocator import callers
+from django_segment_seq.allocator.blocks import Block, Unused, unused_run
+from django_segment_seq.allocator.loop import Allocation, allocate
+from django_segment_seq.allocator.memory import Held, TransactionMemory
+from django_segment_seq.cache import events
+from django_segment_seq.cache.prefetch import prefetcher
+from django_segment_seq.cache.sizing import next_size
+from django_segment_seq.conf import SETTING_NAME, app_settings
+from django_segment_seq.db import sqlite
 
 
 @dataclass(slots=True)
@@ -238,7 +240,7 @@ class RangeCache:
         return runs
 
     def _add_slot(self, alias: str, name: str) -> _Slot:
-        from .models import require_valid_name
+        from django_segment_seq.models import require_valid_name
 
         require_valid_name(name)
         on_sqlite = connections[alias].vendor == "sqlite"

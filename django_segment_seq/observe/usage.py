@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from .models import Sequence
-from .ranges import BIGINT_MAX
+from django_segment_seq.allocator.blocks import BIGINT_MAX
+from django_segment_seq.models import Sequence
 
 # A row younger than this (from created to its last change) has no pace worth projecting:
 # the first range is taken milliseconds after the row is created.

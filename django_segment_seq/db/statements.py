@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from .conf import app_settings
+from django_segment_seq.conf import app_settings
 
 _COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}"
 
@@ -260,7 +260,7 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int,
 
 def _quoted_names(connection: BaseDatabaseWrapper) -> tuple[tuple[str, str], ...]:
     """The table and its columns quoted the connection's way, hashable for the per-vendor cache."""
-    from .models import Sequence, column_of
+    from django_segment_seq.models import Sequence, column_of
 
     opts = Sequence._meta
     quote = connection.ops.quote_name

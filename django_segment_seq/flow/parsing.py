@@ -6,7 +6,7 @@ import re
 import string
 from datetime import datetime
 
-from .formatting import _SPEC, FlowFormat
+from django_segment_seq.flow.formats import _SPEC, FlowFormat
 
 # strftime directives whose output has a known shape; a format using any other one cannot be read back.
 _DATE_DIRECTIVES: dict[str, str] = {
