@@ -9,6 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from django_segment_seq import moved
+
+moved.install()
+
 if TYPE_CHECKING:
     from django_segment_seq.api import (
         anext_value,
