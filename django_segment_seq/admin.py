@@ -26,8 +26,8 @@ from django.utils.translation import gettext_lazy as _
 from django_segment_seq.allocator.blocks import BIGINT_MAX
 from django_segment_seq.flow.scopes import scope_of, scoped_rows, shown
 from django_segment_seq.models import Sequence
-from django_segment_seq.observe.usage import HORIZON, has_limit, usage
-from django_segment_seq.snowflake.models import WorkerLease
+from django_segment_seq.observe.usage import HORIZON, NO_LIMIT, has_limit, usage
+from django_segment_seq.snowflake import admin as snowflake_admin  # noqa: F401 - registers WorkerLeaseAdmin too
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -36,12 +36,9 @@ if TYPE_CHECKING:
 
     _SequenceFormBase = forms.ModelForm[Sequence]
     _SequenceAdminBase = admin.ModelAdmin[Sequence]
-    _WorkerLeaseAdminBase = admin.ModelAdmin[WorkerLease]
 else:
     _SequenceFormBase = forms.ModelForm
-    _SequenceAdminBase = _WorkerLeaseAdminBase = admin.ModelAdmin
-
-NO_LIMIT = _("no limit")
+    _SequenceAdminBase = admin.ModelAdmin
 
 
 class NoLimitField(forms.IntegerField):
@@ -301,28 +298,3 @@ def pace_text(pace: float | None) -> str:
     else:
         shown = number_format(round(count, 1), decimal_pos=1)
     return text % {"count": shown}
-
-
-@admin.register(WorkerLease)
-class WorkerLeaseAdmin(_WorkerLeaseAdminBase):
-    """Read-only: leases are taken, renewed and released by the processes; an edit could hand one worker id to two."""
-
-    list_display = ["layout", "worker_id", "owner", "is_live", "acquired_at", "renewed_at", "expires_at"]
-    list_filter = ["layout"]
-    search_fields = ["owner"]
-    ordering = ["layout", "worker_id"]
-
-    @admin.display(boolean=True, description=_("live (by this server's clock)"))
-    def is_live(self, obj: WorkerLease) -> bool:
-        from django.utils import timezone
-
-        return obj.expires_at is not None and obj.expires_at > timezone.now()
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -5,7 +5,8 @@ from __future__ import annotations
 from asgiref.sync import sync_to_async
 
 from django_segment_seq.cache.giveback import give_back
-from django_segment_seq.cache.range_cache import SequenceStats, ranges
+from django_segment_seq.cache.range_cache import ranges
+from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.db.routing import fixed_alias, sequence_database
 
 _slot_named = ranges.by_name.get

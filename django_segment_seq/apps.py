@@ -1,4 +1,4 @@
-"""App configuration: registers the settings checks and, when SEGMENT_SEQ["METRICS"] is on, the Prometheus export."""
+"""App configuration: registers the system checks and subscribes the logs and, when on, the Prometheus export."""
 
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
@@ -10,7 +10,8 @@ class SegmentSeqConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django_segment_seq import checks  # noqa: F401 - registers the checks
-        from django_segment_seq.cache.events import apply_metrics_setting
+        # Imported once the models are loaded, as Django's signal and check modules are: these reach the models.
+        from django_segment_seq import checks  # noqa: F401 - registers the system checks
+        from django_segment_seq.observe import subscriptions
 
-        apply_metrics_setting()
+        subscriptions.subscribe_all()

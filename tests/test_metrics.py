@@ -164,14 +164,14 @@ def test_a_failing_listener_costs_no_number(caplog):
 
 
 def test_the_setting_subscribes_and_unsubscribes_the_export():
-    assert events._listeners == (log_fetch,)  # off by default: a fetch costs one listener, the logs
+    assert events.listeners() == (log_fetch,)  # off by default: a fetch costs one listener, the logs
     with override_settings(SEGMENT_SEQ=METRICS_ON):
         assert metrics._exported is not None
-        assert metrics._exported.record in events._listeners
+        assert metrics._exported.record in events.listeners()
         Sequence.objects.create(name="toggled", step=10)
         next_value("toggled")
     next_values("toggled", 15)  # METRICS off again: not exported
-    assert events._listeners == (log_fetch,)
+    assert events.listeners() == (log_fetch,)
     assert value(scrape(), "segment_seq_ranges_fetched_total", "toggled") == 1
 
 

@@ -189,7 +189,8 @@ def test_exit_with_a_prefetch_in_flight_is_clean(transactional_db):
     Sequence.objects.create(name="x", step=10)
     script = (
         "import django, time; django.setup()\n"
-        "from django_segment_seq import cache, next_value\n"
+        "from django_segment_seq import next_value\n"
+        "from django_segment_seq.cache import range_cache as cache\n"
         "real = cache.allocate\n"
         "def slow(*a, **k):\n"
         "    if k.get('create') is False: time.sleep(30)\n"

@@ -5,8 +5,17 @@ import datetime
 from django.utils import timezone
 
 from django_segment_seq.allocator.blocks import BIGINT_MAX
+from django_segment_seq.management import sequence_rows
 from django_segment_seq.models import Sequence
-from django_segment_seq.observe.usage import HORIZON, MIN_HISTORY, has_limit, usage
+from django_segment_seq.observe.usage import (
+    HORIZON,
+    MIN_HISTORY,
+    NO_LIMIT,
+    has_limit,
+    numbers_left,
+    usage,
+    used_share,
+)
 
 NOW = timezone.now()
 
@@ -58,3 +67,24 @@ def test_exhausted_row_runs_out_now():
 def test_far_projection_stops_at_the_horizon():
     figures = usage(row(1, max_value=BIGINT_MAX - 1, life=datetime.timedelta(days=3650)))
     assert figures.runs_out_in == HORIZON
+
+
+def test_no_limit_is_one_rule_for_the_admin_the_command_and_the_logs():
+    """The column's default maximum means no limit everywhere; one below it is a limit everywhere."""
+    unlimited = row(10, max_value=BIGINT_MAX)
+    assert not has_limit(unlimited)
+    assert numbers_left(unlimited) is None
+    assert usage(unlimited).left is None
+    assert sequence_rows.left(unlimited) == sequence_rows.limit(unlimited) == str(NO_LIMIT)
+    assert sequence_rows.row_dict(unlimited)["left"] is None
+
+    limited = row(10, max_value=BIGINT_MAX - 1)
+    assert has_limit(limited)
+    assert numbers_left(limited) == usage(limited).left == sequence_rows.left(limited) == BIGINT_MAX - 11
+    assert sequence_rows.limit(limited) == BIGINT_MAX - 1
+    assert usage(limited).share == used_share(10, 1, BIGINT_MAX - 1)
+
+
+def test_numbers_left_never_counts_below_the_minimum_or_past_the_maximum():
+    assert numbers_left(row(0, min_value=100, max_value=199)) == 100
+    assert numbers_left(row(250, min_value=100, max_value=199)) == 0

@@ -14,7 +14,7 @@ import os
 import random
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from django.core.signals import setting_changed
@@ -26,41 +26,12 @@ from django_segment_seq.allocator.blocks import Block, Unused, unused_run
 from django_segment_seq.allocator.loop import Allocation, allocate
 from django_segment_seq.allocator.memory import Held, TransactionMemory
 from django_segment_seq.cache import events
+from django_segment_seq.cache.events import Fetch
 from django_segment_seq.cache.prefetch import prefetcher
 from django_segment_seq.cache.sizing import next_size
+from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.db import sqlite
-
-
-@dataclass(slots=True)
-class SequenceStats:
-    """What one process did for one sequence: the figures benchmarks and monitoring read."""
-
-    handed_out: int = 0
-    ranges_fetched: int = 0
-    # Fetches a caller ran itself and waited for (the first one, after a failed prefetch, prefetch off).
-    foreground_fetches: int = 0
-    # Fetches run in the background while callers kept taking numbers from memory.
-    background_fetches: int = 0
-    background_failures: int = 0
-    # Callers that ran out while a background fetch was still in flight, and waited for it.
-    waits_for_background: int = 0
-    retries: int = 0
-    failures: int = 0
-    # Attempts that found the row held by another transaction.
-    busy: int = 0
-    # Statements the allocations sent: reads, compare-and-sets and row creations.
-    round_trips: int = 0
-    # Size of the latest range (the adaptive step), and the row's own step at that fetch.
-    step: int = 0
-    row_step: int = 0
-    # Blocks taken inside the caller's transaction, because that transaction held the row or SQLite's write lock.
-    fetched_in_caller_transaction: int = 0
-
-    @property
-    def blocking_fetches(self) -> int:
-        """Times a caller had to wait for the database: the figure prefetch exists to keep at zero."""
-        return self.foreground_fetches + self.waits_for_background
 
 
 class _Slot:
@@ -122,6 +93,14 @@ class _Slot:
         self.stats.round_trips += allocation.round_trips
         self.stats.row_step = allocation.step
         self.contended = allocation.conflicts > 0
+
+    def fetched(self, allocation: Allocation, *, background: bool = False) -> None:
+        """Tell the listeners that a block was taken and its figures recorded here."""
+        events.emit(Fetch(self.alias, self.name, self, self.snapshot(), allocation, background))
+
+    def fetch_failed(self, error: BaseException) -> None:
+        """Tell the listeners that a background fetch failed: the next caller that runs out fetches itself."""
+        events.emit(Fetch(self.alias, self.name, self, self.snapshot(), None, True, error))
 
     def snapshot(self) -> SequenceStats:
         stats = replace(self.stats)
@@ -191,12 +170,16 @@ class RangeCache:
 
     def stats(self) -> dict[tuple[str, str], SequenceStats]:
         """A copy of every sequence's figures in this process, keyed by (alias, name)."""
-        result = {}
-        for key, slot in list(self._slots.items()):
+        return {(event.alias, event.name): event.stats for event in self.current()}
+
+    def current(self) -> list[Fetch]:
+        """Every sequence's figures in this process now, as fetch-less events: for listeners that catch up (at exit)."""
+        result = []
+        for slot in list(self._slots.values()):
             # A foreground fetch holds the lock during its round trip; don't let monitoring wait long for it.
             locked = slot.lock.acquire(timeout=0.1)
             try:
-                result[key] = slot.snapshot()
+                result.append(Fetch(slot.alias, slot.name, slot, slot.snapshot()))
             finally:
                 if locked:
                     slot.lock.release()
@@ -301,7 +284,7 @@ class RangeCache:
         allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
-        events.fetched(slot, allocation)
+        slot.fetched(allocation)
         block = allocation.block
         if allocation.provisional:
             return self._keep_provisional(slot, caller, allocation, wanted)
@@ -331,7 +314,7 @@ class RangeCache:
             allocation = allocate(slot.alias, slot.name, count)
             slot.record(allocation)  # without the slot's lock: figures only, read as approximate
             slot.stats.foreground_fetches += 1
-            events.fetched(slot, allocation)
+            slot.fetched(allocation)
             return self._keep_provisional(slot, caller, allocation, count)
         slot.stats.handed_out += count
         return numbers
@@ -386,13 +369,13 @@ class RangeCache:
                 slot.fetching = False
                 slot.stats.background_failures += 1
                 slot.ready.notify_all()
-                events.fetch_failed(slot, exc)
+                slot.fetch_failed(exc)
             raise
         with slot.lock:
             slot.fetching = False
             slot.record(allocation)
             slot.stats.background_fetches += 1
-            events.fetched(slot, allocation, background=True)
+            slot.fetched(allocation, background=True)
             if slot.pending is None:
                 slot.pending = allocation.block
                 slot.pending_version = allocation.version

@@ -9,12 +9,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import TYPE_CHECKING
 
+from django_segment_seq.cache.events import Fetch
 from django_segment_seq.conf import SETTING_NAME, app_settings
-
-if TYPE_CHECKING:
-    from django_segment_seq.cache.events import Fetch
+from django_segment_seq.observe.usage import used_share
 
 logger = logging.getLogger("django_segment_seq")
 
@@ -73,11 +71,6 @@ def log_fetch(event: Fetch) -> None:
         row.max_value,
         extra={"sequence": event.name, "database": event.alias, "used_share": share},
     )
-
-
-def used_share(last: int, min_value: int, max_value: int) -> float:
-    """Share of the numbers from min_value to max_value at or below `last`, the row's value after a fetch."""
-    return max(0, last - min_value + 1) / (max_value - min_value + 1)
 
 
 def _forget_crossings() -> None:

@@ -4,7 +4,7 @@ The figures are the cache's own (SequenceStats); this module only mirrors them i
 after each range fetch, never per number. Under gunicorn with PROMETHEUS_MULTIPROC_DIR set, each
 worker writes its values to files of its own and MultiProcessCollector adds them up: counters are
 summed, and each gauge says how (GAUGES). Imported only when SEGMENT_SEQ["METRICS"] is on (the
-`prometheus` extra); see docs/metrics.md.
+`prometheus` extra; observe/subscriptions.py); see docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge
 
 from django_segment_seq.cache import events
 from django_segment_seq.cache.events import Fetch
-from django_segment_seq.observe.logs import used_share
+from django_segment_seq.cache.range_cache import ranges
+from django_segment_seq.observe.usage import used_share
 
 LABELS = ("alias", "sequence")
 
@@ -157,11 +158,11 @@ def unregister() -> None:
 def refresh() -> None:
     """Bring the exported figures up to this process's now, e.g. the numbers handed out since the latest fetch."""
     if _exported is not None:
-        for event in events.current():
+        for event in ranges.current():
             _exported.record(event)
 
 
 def _flush_at_exit() -> None:
     """A process that exits has its last range's numbers counted too (gunicorn workers exit through sys.exit)."""
-    if _exported is not None and _exported.record in events._listeners:
+    if _exported is not None and _exported.record in events.listeners():
         refresh()

@@ -1,9 +1,12 @@
-"""How much of a sequence is handed out and when it runs out, worked out from its row alone for the admin."""
+"""How much of a sequence is handed out and when it runs out, from its row alone: the one place the admin, the
+command, the logs and the metrics work it out."""
 
 from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
+
+from django.utils.translation import gettext_lazy as _
 
 from django_segment_seq.allocator.blocks import BIGINT_MAX
 from django_segment_seq.models import Sequence
@@ -13,6 +16,8 @@ from django_segment_seq.models import Sequence
 MIN_HISTORY = datetime.timedelta(minutes=1)
 # Projections further out than this are not told apart.
 HORIZON = datetime.timedelta(days=100 * 365)
+# Shown for the maximum of a row that has none of its own, and for the numbers it has left.
+NO_LIMIT = _("no limit")
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,19 @@ class Usage:
 
 def has_limit(row: Sequence) -> bool:
     """Whether the row has a maximum of its own rather than the column's default (2**63 - 1)."""
-    return row.max_value != BIGINT_MAX
+    return row.max_value < BIGINT_MAX
+
+
+def numbers_left(row: Sequence) -> int | None:
+    """Numbers after `value` up to the maximum, none below `min_value` counted; None without a maximum of its own."""
+    if not has_limit(row):
+        return None
+    return max(0, row.max_value - max(row.value, row.min_value - 1))
+
+
+def used_share(last: int, min_value: int, max_value: int) -> float:
+    """Share of the numbers from min_value to max_value at or below `last`, the row's value after a fetch."""
+    return max(0, last - min_value + 1) / (max_value - min_value + 1)
 
 
 def usage(row: Sequence) -> Usage:
@@ -38,12 +55,12 @@ def usage(row: Sequence) -> Usage:
     pace = None
     if row.created is not None and row.modified is not None and row.modified - row.created >= MIN_HISTORY:
         pace = handed_out / (row.modified - row.created).total_seconds()
-    if not has_limit(row):
+    left = numbers_left(row)
+    if left is None:
         return Usage(handed_out, None, None, pace, None)
-    left = span - handed_out
     runs_out_in = None
     if left == 0:
         runs_out_in = datetime.timedelta(0)
     elif pace:
         runs_out_in = datetime.timedelta(seconds=min(left / pace, HORIZON.total_seconds()))
-    return Usage(handed_out, left, handed_out / span, pace, runs_out_in)
+    return Usage(handed_out, left, used_share(row.value, row.min_value, row.max_value), pace, runs_out_in)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import re
 from argparse import ArgumentParser
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.apps import apps
 from django.core.exceptions import ValidationError
@@ -14,7 +12,6 @@ from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 from django.db import DatabaseError, connections, models
 from tqdm import tqdm
 
-from django_segment_seq.allocator.blocks import BIGINT_MAX
 from django_segment_seq.allocator.loop import is_lock_timeout
 from django_segment_seq.api import sequence_stats
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
@@ -22,17 +19,12 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import session_bounds
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.flow.parsing import UnparseableFormat
-from django_segment_seq.flow.scopes import scope_of
 from django_segment_seq.flow.scopes import shown as shown_scope
+from django_segment_seq.management import sequence_rows
 from django_segment_seq.models import Sequence
 from django_segment_seq.snowflake import listing as lease_listing
 from django_segment_seq.snowflake.leases import lease_database, worker_leases
 from django_segment_seq.sync import sync_sequence
-
-if TYPE_CHECKING:
-    from django_segment_seq.cache.range_cache import SequenceStats
-
-NO_LIMIT = "no limit"
 
 
 class Command(BaseCommand):
@@ -102,8 +94,8 @@ class Command(BaseCommand):
         if as_json:
             listed = []
             for name, periods in sorted(groups.items()):
-                entry = _row_dict(by_name[name]) if name in by_name else {"name": name, "missing": True}
-                entry["periods"] = [_row_dict(row) for row in _newest_first(periods)]
+                entry = sequence_rows.row_dict(by_name[name]) if name in by_name else {"name": name, "missing": True}
+                entry["periods"] = [sequence_rows.row_dict(row) for row in sequence_rows.newest_first(periods)]
                 listed.append(entry)
             self._print_json({"database": alias, "sequences": listed})
             return
@@ -112,8 +104,10 @@ class Command(BaseCommand):
             return
         table: list[tuple[str, ...]] = [("NAME", "VALUE", "STEP", "MIN", "MAX", "CYCLE", "LEFT")]
         for name, periods in sorted(groups.items()):
-            table.append(_row_cells(by_name[name]) if name in by_name else (name, "(no row)", "", "", "", "", ""))
-            table += [_row_cells(row, indent="  ") for row in _newest_first(periods)]
+            table.append(
+                sequence_rows.row_cells(by_name[name]) if name in by_name else (name, "(no row)", "", "", "", "", "")
+            )
+            table += [sequence_rows.row_cells(row, indent="  ") for row in sequence_rows.newest_first(periods)]
         self._print_table(table)
 
     def handle_show(self, *, name: str, as_json: bool = False, **options: Any) -> None:
@@ -121,33 +115,41 @@ class Command(BaseCommand):
         row = Sequence._base_manager.using(alias).filter(name=name).first()
         if row is None:
             raise CommandError(f"No sequence named {name!r} in database {alias!r}.")
-        periods = _newest_first(Sequence._base_manager.using(alias).filter(base_name=name))
+        periods = sequence_rows.newest_first(Sequence._base_manager.using(alias).filter(base_name=name))
         names = {name, *(period.name for period in periods)}
         figures = {
-            key[1]: _stats_dict(stats) for key, stats in sequence_stats().items() if key[0] == alias and key[1] in names
+            key[1]: sequence_rows.stats_dict(stats)
+            for key, stats in sequence_stats().items()
+            if key[0] == alias and key[1] in names
         }
         if as_json:
-            self._print_json({**_row_dict(row), "periods": [_row_dict(p) for p in periods], "this_process": figures})
+            self._print_json(
+                {
+                    **sequence_rows.row_dict(row),
+                    "periods": [sequence_rows.row_dict(p) for p in periods],
+                    "this_process": figures,
+                }
+            )
             return
         self.stdout.write(f"Sequence {row.name} (database {alias})")
         details: list[tuple[str, object]] = [
             ("value", row.value),
             ("step", row.step),
             ("minimum", row.min_value),
-            ("maximum", _limit(row.max_value)),
-            ("cycle", _yes_no(row.cycle)),
-            ("left", _left(row)),
+            ("maximum", sequence_rows.limit(row)),
+            ("cycle", sequence_rows.yes_no(row.cycle)),
+            ("left", sequence_rows.left(row)),
             ("created", row.created.isoformat(timespec="seconds")),
             ("modified", row.modified.isoformat(timespec="seconds")),
         ]
         if row.base_name is not None:
-            scope = [("scope", shown_scope(_scope(row)))] if _scope(row) else []
+            scope = [("scope", shown_scope(sequence_rows.scope(row)))] if sequence_rows.scope(row) else []
             details[0:0] = [("sequence", row.base_name), *scope, ("period", row.period or "")]
         self._print_table([(f"  {label}", str(value)) for label, value in details])
         if periods:
-            scoped = any(_scope(period) for period in periods)
+            scoped = any(sequence_rows.scope(period) for period in periods)
             self.stdout.write("Scopes, each with its periods newest first:" if scoped else "Periods, newest first:")
-            self._print_table([_row_cells(period, indent="  ") for period in periods])
+            self._print_table([sequence_rows.row_cells(period, indent="  ") for period in periods])
         if not figures:
             self.stdout.write("This process: no numbers taken from it.")
         for shown, stats in sorted(figures.items()):
@@ -309,65 +311,6 @@ def _resolve(label: str) -> tuple[type[models.Model], str]:
         return apps.get_model(app_label, model_name), field_name
     except LookupError as exc:
         raise CommandError(f"{label!r}: {exc}") from None
-
-
-def _newest_first(rows: Any) -> list[Sequence]:
-    """Derived rows scope by scope (company=9 before company=10), each scope's periods newest first."""
-    ordered = sorted(rows, key=lambda row: (row.period or "", row.name), reverse=True)
-    return sorted(ordered, key=lambda row: _natural(_scope(row) or ""))
-
-
-def _scope(row: Sequence) -> str | None:
-    return scope_of(row.name, row.base_name, row.period)
-
-
-def _natural(text: str) -> tuple[Any, ...]:
-    """A sort key that orders the numbers in a text by value."""
-    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
-
-
-def _left(row: Sequence) -> int | str:
-    """Numbers still to be handed out before the maximum; "no limit" at the default BIGINT maximum."""
-    if row.max_value >= BIGINT_MAX:
-        return NO_LIMIT
-    return max(0, row.max_value - max(row.value, row.min_value - 1))
-
-
-def _limit(value: int) -> int | str:
-    return NO_LIMIT if value >= BIGINT_MAX else value
-
-
-def _yes_no(flag: bool) -> str:
-    return "yes" if flag else "no"
-
-
-def _row_cells(row: Sequence, indent: str = "") -> tuple[str, ...]:
-    values = (row.value, row.step, row.min_value, _limit(row.max_value), _yes_no(row.cycle), _left(row))
-    return (indent + row.name, *(str(value) for value in values))
-
-
-def _row_dict(row: Sequence) -> dict[str, Any]:
-    left = _left(row)
-    return {
-        "name": row.name,
-        "base_name": row.base_name,
-        "scope": _scope(row),
-        "period": row.period,
-        "value": row.value,
-        "step": row.step,
-        "min_value": row.min_value,
-        "max_value": row.max_value,
-        "cycle": row.cycle,
-        "left": None if left == NO_LIMIT else left,
-        "created": row.created.isoformat(),
-        "modified": row.modified.isoformat(),
-    }
-
-
-def _stats_dict(stats: SequenceStats) -> dict[str, int]:
-    figures = dataclasses.asdict(stats) if dataclasses.is_dataclass(stats) else dict(vars(stats))
-    figures["blocking_fetches"] = stats.blocking_fetches
-    return figures
 
 
 def _messages(exc: ValidationError) -> str:

@@ -1,0 +1,36 @@
+"""The figures one process keeps per sequence: what sequence_stats() returns, benchmarks and monitoring read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class SequenceStats:
+    """What one process did for one sequence: the figures benchmarks and monitoring read."""
+
+    handed_out: int = 0
+    ranges_fetched: int = 0
+    # Fetches a caller ran itself and waited for (the first one, after a failed prefetch, prefetch off).
+    foreground_fetches: int = 0
+    # Fetches run in the background while callers kept taking numbers from memory.
+    background_fetches: int = 0
+    background_failures: int = 0
+    # Callers that ran out while a background fetch was still in flight, and waited for it.
+    waits_for_background: int = 0
+    retries: int = 0
+    failures: int = 0
+    # Attempts that found the row held by another transaction.
+    busy: int = 0
+    # Statements the allocations sent: reads, compare-and-sets and row creations.
+    round_trips: int = 0
+    # Size of the latest range (the adaptive step), and the row's own step at that fetch.
+    step: int = 0
+    row_step: int = 0
+    # Blocks taken inside the caller's transaction, because that transaction held the row or SQLite's write lock.
+    fetched_in_caller_transaction: int = 0
+
+    @property
+    def blocking_fetches(self) -> int:
+        """Times a caller had to wait for the database: the figure prefetch exists to keep at zero."""
+        return self.foreground_fetches + self.waits_for_background
