@@ -12,7 +12,8 @@ from typing import Any
 from django.db import connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from django_segment_seq.fields.sequence import FormattedSequenceField, _SequenceFieldMixin
+from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow.parsing import UnparseableFormat
 from django_segment_seq.sync import (
     SCAN_CHUNK,
@@ -41,7 +42,7 @@ class FillResult:
     synced: list[SyncResult] = dataclass_field(default_factory=list)  # rows moved past the values stored, or not
 
 
-def fillable_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
+def fillable_field(model: type[models.Model], field_name: str) -> SequenceFieldBase:
     """The SequenceField to fill; ValueError for other fields and for a primary key, which is never empty."""
     field = sequence_field(model, field_name)
     if field.primary_key:
@@ -106,7 +107,7 @@ class _RowsMoved:
     """The rows fill_empty() has moved past the values stored so far: each (scope, period) once."""
 
     def __init__(
-        self, model: type[models.Model], field: _SequenceFieldMixin, alias: str, results: list[SyncResult]
+        self, model: type[models.Model], field: SequenceFieldBase, alias: str, results: list[SyncResult]
     ) -> None:
         self.model, self.field, self.alias, self.results = model, field, alias, results
         self.seen: set[Target] = set()
@@ -126,7 +127,7 @@ class _RowsMoved:
         self.seen.update(new)
 
 
-def _distinct_dates(model: type[models.Model], field: _SequenceFieldMixin, empty: Any) -> Iterable[SimpleNamespace]:
+def _distinct_dates(model: type[models.Model], field: SequenceFieldBase, empty: Any) -> Iterable[SimpleNamespace]:
     """Each distinct combination of scope values and reset_on date of the empty rows: what picks their rows."""
     from django_segment_seq.models import concrete_field
 
@@ -140,7 +141,7 @@ def _distinct_dates(model: type[models.Model], field: _SequenceFieldMixin, empty
         yield SimpleNamespace(**dict(zip(names, values, strict=True)))
 
 
-def _targets(field: _SequenceFieldMixin, rows: Iterable[Any]) -> dict[Target, datetime | None]:
+def _targets(field: SequenceFieldBase, rows: Iterable[Any]) -> dict[Target, datetime | None]:
     """The (scope, period) each of `rows` will be numbered in, with an instant of that period."""
     targets: dict[Target, datetime | None] = {}
     for row in rows:
@@ -150,7 +151,7 @@ def _targets(field: _SequenceFieldMixin, rows: Iterable[Any]) -> dict[Target, da
 
 
 def _fill_batch(
-    field: _SequenceFieldMixin, model: type[models.Model], rows: list[models.Model], alias: str, in_bulk: bool
+    field: SequenceFieldBase, model: type[models.Model], rows: list[models.Model], alias: str, in_bulk: bool
 ) -> int:
     if in_bulk:
         from django_segment_seq.api import next_values
@@ -174,7 +175,7 @@ def _fill_batch(
 
 
 def _update_if_empty(
-    field: _SequenceFieldMixin,
+    field: SequenceFieldBase,
     model: type[models.Model],
     connection: BaseDatabaseWrapper,
     values: list[tuple[Any, Any]],

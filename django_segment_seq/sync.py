@@ -13,7 +13,8 @@ from django.db import models, router
 from django.db.models import Max, Q
 
 from django_segment_seq.exceptions import SequenceScopeError
-from django_segment_seq.fields.sequence import FormattedSequenceField, _SequenceFieldMixin
+from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow import formats as formatting
 from django_segment_seq.flow.parsing import _DATE_DIRECTIVES, FormatParser
 
@@ -47,18 +48,18 @@ class SyncResult:
         return self.before != self.after
 
 
-def sequence_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
+def sequence_field(model: type[models.Model], field_name: str) -> SequenceFieldBase:
     """The SequenceField `field_name` of `model`; ValueError naming the model when it is missing or another kind."""
     try:
         field = model._meta.get_field(field_name)
     except Exception:  # noqa: BLE001 - FieldDoesNotExist, reported with the model's name
         raise ValueError(f"{model._meta.label} has no field {field_name!r}.") from None
-    if not isinstance(field, _SequenceFieldMixin):
+    if not isinstance(field, SequenceFieldBase):
         raise ValueError(f"{model._meta.label}.{field_name} is a {type(field).__name__}, not a SequenceField.")
     return field
 
 
-def unscoped_field(model: type[models.Model], field_name: str) -> _SequenceFieldMixin:
+def unscoped_field(model: type[models.Model], field_name: str) -> SequenceFieldBase:
     """sequence_field() for sync, which moves one row per column, not one per scope."""
     from django_segment_seq.flow.scopes import scope_names
 
@@ -81,7 +82,7 @@ def empty_values(field: models.Field[Any, Any]) -> Q:
     return empty
 
 
-def current_target(field: _SequenceFieldMixin) -> tuple[Target, datetime | None]:
+def current_target(field: SequenceFieldBase) -> tuple[Target, datetime | None]:
     """The row of an unscoped field that a row without a reset_on date takes its number from now, and now."""
     moment = formatting.now()
     if not isinstance(field, FormattedSequenceField):
@@ -90,7 +91,7 @@ def current_target(field: _SequenceFieldMixin) -> tuple[Target, datetime | None]
     return (None, period), (moment if period is not None else None)
 
 
-def scope_fields(model: type[models.Model], field: _SequenceFieldMixin) -> list[models.Field[Any, Any]]:
+def scope_fields(model: type[models.Model], field: SequenceFieldBase) -> list[models.Field[Any, Any]]:
     """The model fields `field` is scoped by, in the order that names its rows."""
     from django_segment_seq.flow.scopes import scope_names
     from django_segment_seq.models import concrete_field
@@ -98,7 +99,7 @@ def scope_fields(model: type[models.Model], field: _SequenceFieldMixin) -> list[
     return [concrete_field(model, name) for name in scope_names(field.scope)]
 
 
-def row_target(field: _SequenceFieldMixin, instance: Any) -> tuple[Target, datetime | None]:
+def row_target(field: SequenceFieldBase, instance: Any) -> tuple[Target, datetime | None]:
     """The scope and period whose row numbers `instance`, picked as the field's own numbering picks them, and the
     instant that picked the period (None without one). `instance` needs only the scope fields and reset_on."""
     from django_segment_seq.flow.scopes import scope_key
@@ -217,7 +218,7 @@ def _days_of(reset: Reset, period: str, moment: datetime) -> list[date]:
 
 def highest_per_row(
     model: type[models.Model],
-    field: _SequenceFieldMixin,
+    field: SequenceFieldBase,
     targets: dict[Target, datetime | None],
     *,
     using: str | None = None,
@@ -278,7 +279,7 @@ def highest_per_row(
 
 
 def highest_stored(
-    model: type[models.Model], field: _SequenceFieldMixin, *, using: str | None = None
+    model: type[models.Model], field: SequenceFieldBase, *, using: str | None = None
 ) -> tuple[int | None, int]:
     """The highest number in the column (for a reset field: in the current period's texts) and how many were unreadable.
 
@@ -289,7 +290,7 @@ def highest_stored(
     return highest.get(target), unreadable
 
 
-def move_past(field: _SequenceFieldMixin, target: Target, highest: int, *, stored_in: str) -> SyncResult:
+def move_past(field: SequenceFieldBase, target: Target, highest: int, *, stored_in: str) -> SyncResult:
     """Move the row of `target` (scope, period) up to `highest`, creating it when missing; never backwards.
 
     ValueError when `highest` is above the row's maximum. The caller clears this process's cached ranges.
@@ -322,7 +323,7 @@ def move_past(field: _SequenceFieldMixin, target: Target, highest: int, *, store
 
 def sync_rows(
     model: type[models.Model],
-    field: _SequenceFieldMixin,
+    field: SequenceFieldBase,
     targets: dict[Target, datetime | None],
     *,
     using: str | None = None,

@@ -68,8 +68,8 @@ def test_valid_options_pass(options):
         ({"format": 12}, ["django_segment_seq.E011"]),
         ({"format": "OD{date:%Y%m%d}"}, ["django_segment_seq.E012"]),
         ({"format": "{date:%Y%m%d}{value}", "reset": "hourly"}, ["django_segment_seq.E013"]),
-        ({"format": "{period}{value}", "reset": lambda moment: "x"}, ["django_segment_seq.E013"]),
-        ({"format": "{period}{value}"}, ["django_segment_seq.E011"]),
+        ({"format": "{period}{value}", "reset": lambda moment: "x"}, ["django_segment_seq.E028"]),
+        ({"format": "{period}{value}"}, ["django_segment_seq.E027"]),
         ({"format": "{period!r}{value}", "reset": "daily"}, ["django_segment_seq.E011"]),
         ({"format": "{period:d}{value}", "reset": "daily"}, ["django_segment_seq.E011"]),
         ({"format": "{date:%Y%m}{value:04d}", "reset": "weekly"}, ["django_segment_seq.E015"]),
@@ -154,7 +154,7 @@ def test_gapless_and_cached_fields_on_one_sequence_are_reported():
 
     for model in (Cached, Locked):
         messages = model._meta.get_field("number").check()
-        assert [m.id for m in messages] == ["django_segment_seq.E017"] and "shared" in messages[0].msg
+        assert [m.id for m in messages] == ["django_segment_seq.E031"] and "shared" in messages[0].msg
 
 
 def test_manage_py_check_passes_on_the_test_models():
@@ -172,4 +172,4 @@ def test_gapless_with_the_sequence_table_in_another_database_is_reported(setting
             app_label = "testapp"
 
     messages = Model._meta.get_field("number").check()
-    assert [m.id for m in messages] == ["django_segment_seq.E017"] and "'other'" in messages[0].msg
+    assert [m.id for m in messages] == ["django_segment_seq.E029"] and "'other'" in messages[0].msg

@@ -282,11 +282,21 @@ def test_valid_scopes_pass(scope, options):
 
 
 @pytest.mark.parametrize(
-    "scope",
-    [[], ["nope"], ["tags"], ["number"], ["id"], ["weight"], [1], ["kind", "kind"], {"company": 1}],
+    "scope, expected",
+    [
+        ([], "E023"),
+        ([1], "E023"),
+        ({"company": 1}, "E023"),
+        (["kind", "kind"], "E032"),
+        (["nope"], "E033"),
+        (["tags"], "E033"),
+        (["number"], "E033"),
+        (["id"], "E033"),
+        (["weight"], "E033"),
+    ],
 )
-def test_bad_scope_fields_are_refused(scope):
-    assert scope_check_ids(scope) == ["django_segment_seq.E023"]
+def test_bad_scope_fields_are_refused(scope, expected):
+    assert scope_check_ids(scope) == [f"django_segment_seq.{expected}"]
 
 
 def test_sequence_name_without_room_for_the_scope_is_refused():

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from django.db import models
 
 from django_segment_seq.api import next_values
+from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.flow.scopes import bulk_groups
 
 _M = TypeVar("_M", bound=models.Model)
@@ -27,7 +28,7 @@ def fill_sequences(objs: SequenceOf[models.Model]) -> int:
     """
     wanted: dict[str, list[tuple[list[models.Model], str]]] = {}
     for model, group in _by_model(objs):
-        for field in _sequence_fields(model):
+        for field in sequence_fields(model):
             attname = field.attname
             # Plain attribute access, never obj.__dict__: on Python 3.11+ that builds a dict per object,
             # and Django's own pass over the objects then runs measurably slower.
@@ -58,11 +59,14 @@ def _by_model(objs: SequenceOf[models.Model]) -> Iterable[tuple[type[models.Mode
     return list(groups.items())
 
 
-def _sequence_fields(model: type[models.Model]) -> list[Any]:
-    from django_segment_seq.fields.sequence import SequenceField
-
+def sequence_fields(model: type[models.Model]) -> list[Any]:
+    """The fields of `model` that fill_sequences() numbers: integer SequenceFields that are not gapless."""
     # Gapless fields are left to pre_save: their numbers are locked one at a time in the caller's transaction.
-    return [f for f in model._meta.concrete_fields if isinstance(f, SequenceField) and not f.gapless]
+    return [
+        f
+        for f in model._meta.concrete_fields
+        if isinstance(f, SequenceFieldBase) and f.numbers_in_bulk and not f.gapless
+    ]
 
 
 class SequenceQuerySet(models.QuerySet[_M]):

@@ -18,13 +18,13 @@ from django.db import models
 from django.db.models.signals import class_prepared
 from django.dispatch import receiver
 
-from django_segment_seq.fields.bulk import SequenceManager, _sequence_fields
+from django_segment_seq.fields.bulk import SequenceManager, sequence_fields
 
 
 @receiver(class_prepared)
 def number_bulk_create_in_one_allocation(sender: type[models.Model], **kwargs: Any) -> None:
     """Switch the model's own plain managers to SequenceManager when it has fields fill_sequences numbers."""
-    if not _sequence_fields(sender):
+    if not sequence_fields(sender):
         return
     switched = set()
     for manager in sender._meta.local_managers:

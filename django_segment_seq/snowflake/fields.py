@@ -9,6 +9,7 @@ from django.core import checks
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from django_segment_seq.db.filled import deconstruct_fill_at_save, fill_at_save
 from django_segment_seq.snowflake.generator import next_snowflake
 from django_segment_seq.snowflake.layouts import LAYOUTS
 
@@ -21,11 +22,6 @@ else:
     _IntegerBase = models.BigIntegerField
 
 
-def filled_at_save() -> None:
-    """The default of a primary-key SnowflakeField: nothing until save() takes an id."""
-    return None
-
-
 class SnowflakeField(_IntegerBase):
     """Time-ordered ids from this process's leased worker id; a caller's own value is kept; updates never change it."""
 
@@ -33,20 +29,12 @@ class SnowflakeField(_IntegerBase):
 
     def __init__(self, *args: Any, layout: str = "classic", **kwargs: Any) -> None:
         self.layout = layout
-        kwargs.setdefault("blank", True)
-        if kwargs.get("primary_key") and "default" not in kwargs:
-            # A primary key with a default makes save() INSERT at once instead of trying an UPDATE first.
-            kwargs["default"] = filled_at_save
+        fill_at_save(kwargs)
         super().__init__(*args, **kwargs)
 
     def deconstruct(self) -> tuple[str, str, Sequence[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
-        if kwargs.get("blank") is True:
-            del kwargs["blank"]
-        else:
-            kwargs["blank"] = False
-        if kwargs.get("default") is filled_at_save:
-            del kwargs["default"]
+        deconstruct_fill_at_save(kwargs)
         if self.layout != "classic":
             kwargs["layout"] = self.layout
         return name, "django_segment_seq.snowflake.fields.SnowflakeField", args, kwargs

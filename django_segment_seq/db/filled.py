@@ -1,0 +1,27 @@
+"""Columns the app fills at INSERT, not the database: the keywords SequenceField and SnowflakeField both handle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def filled_at_save() -> None:
+    """The default of a primary key filled at save: nothing until save() takes a number or an id."""
+    return None
+
+
+def fill_at_save(kwargs: dict[str, Any]) -> None:
+    """Blank by default, and a primary key gets a default so save() INSERTs at once instead of trying an UPDATE."""
+    kwargs.setdefault("blank", True)
+    if kwargs.get("primary_key") and "default" not in kwargs:
+        kwargs["default"] = filled_at_save
+
+
+def deconstruct_fill_at_save(kwargs: dict[str, Any]) -> None:
+    """Leave the defaults fill_at_save() set out of migrations, so they stay as short as Django writes them."""
+    if kwargs.get("blank") is True:
+        del kwargs["blank"]
+    else:
+        kwargs["blank"] = False
+    if kwargs.get("default") is filled_at_save:
+        del kwargs["default"]

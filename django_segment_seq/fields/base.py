@@ -1,0 +1,72 @@
+"""What the integer and the formatted SequenceField share: the sequence name and the flow options, kept for checks
+and written to migrations."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db import models
+
+from django_segment_seq.db.filled import deconstruct_fill_at_save, fill_at_save
+from django_segment_seq.flow.formats import FlowFormat
+from django_segment_seq.flow.resets import Reset
+
+if TYPE_CHECKING:
+    FieldBase = models.Field[Any, Any]
+else:
+    FieldBase = object  # only ever combined with a Field
+
+
+class SequenceFieldBase(FieldBase):
+    """The options every sequence field takes; `flow` is the format of a formatted field, None for an integer one."""
+
+    sequence_name: str
+    reset: Any
+    reset_on: Any
+    fiscal_year_start: Any
+    gapless: Any
+    scope: Any
+    reset_rule: Reset
+    flow: FlowFormat | None = None
+    # Numbered by fill_sequences() in one allocation per sequence; formatted texts are rendered one by one at save.
+    numbers_in_bulk = False
+
+    def setup_sequence(
+        self,
+        sequence_name: str,
+        reset: Any,
+        gapless: Any,
+        kwargs: dict[str, Any],
+        reset_on: Any = None,
+        fiscal_year_start: Any = None,
+        scope: Any = None,
+    ) -> None:
+        """Keep the options and set the keyword defaults of a field filled at save."""
+        self.sequence_name = sequence_name
+        self.scope = scope
+        self.reset = reset
+        self.reset_on = reset_on
+        self.fiscal_year_start = fiscal_year_start
+        self.reset_rule = Reset(reset, fiscal_year_start)
+        self.gapless = gapless
+        fill_at_save(kwargs)
+        # Like AutoField, out of forms unless asked for: a number typed in a form collides with a later one.
+        kwargs.setdefault("editable", False)
+
+    def deconstruct_sequence(self, kwargs: dict[str, Any]) -> None:
+        """Write the options that differ from their defaults, and leave out the defaults setup_sequence() set."""
+        deconstruct_fill_at_save(kwargs)
+        # editable=False is this field's default, so migrations written before it was stay unchanged.
+        if kwargs.pop("editable", True):
+            kwargs["editable"] = True
+        kwargs["sequence_name"] = self.sequence_name
+        if self.reset is not None:
+            kwargs["reset"] = self.reset  # a callable is written to migrations by its import path
+        if self.reset_on is not None:
+            kwargs["reset_on"] = self.reset_on
+        if self.fiscal_year_start is not None:
+            kwargs["fiscal_year_start"] = self.fiscal_year_start
+        if self.gapless is not False:
+            kwargs["gapless"] = self.gapless
+        if self.scope is not None:
+            kwargs["scope"] = self.scope

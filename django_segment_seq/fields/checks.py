@@ -1,0 +1,490 @@
+"""The system checks of SequenceField, one id per problem: its name, flow options, format and scope."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from django.core import checks
+from django.core.exceptions import FieldDoesNotExist, ValidationError
+from django.db import models, router
+
+from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.flow.formats import PERIOD_SUFFIX_LENGTH
+from django_segment_seq.flow.resets import NAMED
+from django_segment_seq.flow.scopes import PAIR_SEPARATOR, SCOPE_MARK, scope_names
+from django_segment_seq.models import NAME_MAX_LENGTH, validate_sequence_name
+
+
+class SequenceFieldChecks(SequenceFieldBase):
+    """Every check of a sequence field; Django runs them through check() at `manage.py check` and test setup."""
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        return [
+            *super().check(**kwargs),
+            *self._check_sequence_name(),
+            *self._check_format(),
+            *self._check_flow_options(),
+            *self._check_scope(),
+        ]
+
+    def fields_of_same_sequence(self) -> Iterator[SequenceFieldChecks]:
+        """The other fields of installed models that take numbers from this field's sequence."""
+        if not hasattr(self, "model"):
+            return
+        for model in self.model._meta.apps.get_models():
+            fields = [field for field in model._meta.local_fields if isinstance(field, SequenceFieldChecks)]
+            yield from (field for field in fields if field is not self and field.sequence_name == self.sequence_name)
+
+    def _check_sequence_name(self) -> list[checks.CheckMessage]:
+        try:
+            validate_sequence_name(self.sequence_name)
+        except ValidationError as exc:
+            return [
+                checks.Error(
+                    f"SequenceField sequence_name {self.sequence_name!r} is invalid: {' '.join(exc.messages)}",
+                    hint="Pass a non-empty string of at most 100 characters as the first argument.",
+                    obj=self,
+                    id="django_segment_seq.E010",
+                )
+            ]
+        return []
+
+    def _check_flow_options(self) -> list[checks.CheckMessage]:
+        fmt = self.flow
+        errors: list[checks.CheckMessage] = []
+        import_problem = self.reset_rule.import_problem()
+        if self.reset is not None and not (self.reset_rule.is_named or self.reset_rule.is_callable):
+            errors.append(
+                checks.Error(
+                    f"SequenceField reset={self.reset!r} is unknown.",
+                    hint=f"Use reset=None, {', '.join(repr(name) for name in NAMED)}, "
+                    "or a function (aware datetime) -> period key.",
+                    obj=self,
+                    id="django_segment_seq.E013",
+                )
+            )
+        elif import_problem:
+            errors.append(
+                checks.Error(
+                    f"SequenceField reset={self.reset!r} cannot be written to migrations: {import_problem}",
+                    hint="Use a function defined at module level, which migrations import by its path.",
+                    obj=self,
+                    id="django_segment_seq.E028",
+                )
+            )
+        elif self.reset is not None and fmt is None:
+            errors.append(
+                checks.Error(
+                    f"SequenceField reset={self.reset!r} needs a format: an integer field cannot show the period, "
+                    "so every period would repeat the numbers of the one before.",
+                    hint='Add a format with the date, e.g. format="{date:%Y%m%d}{value:06d}", or drop reset.',
+                    obj=self,
+                    id="django_segment_seq.E014",
+                )
+            )
+        elif (
+            self.reset is not None
+            and isinstance(self.sequence_name, str)
+            and (len(self.sequence_name) + PERIOD_SUFFIX_LENGTH > 100 or "@" in self.sequence_name)
+        ):
+            errors.append(
+                checks.Error(
+                    f"SequenceField sequence_name {self.sequence_name!r} cannot carry a period: per-period rows "
+                    f"are named '<sequence_name>@<period>', which must stay within 100 characters.",
+                    hint=f"With reset, use a name of at most {100 - PERIOD_SUFFIX_LENGTH} characters without '@'.",
+                    obj=self,
+                    id="django_segment_seq.E018",
+                )
+            )
+        errors += self._check_reset_on()
+        errors += self._check_fiscal_year_start()
+        if not isinstance(self.gapless, bool):
+            errors.append(
+                checks.Error(
+                    f"SequenceField gapless={self.gapless!r} must be True or False.",
+                    hint="Pass gapless=True for numbers without gaps, or leave it out.",
+                    obj=self,
+                    id="django_segment_seq.E017",
+                )
+            )
+        else:
+            errors += self._check_shared_sequence()
+            if self.gapless:
+                errors += self._check_gapless_database()
+        return errors
+
+    def _check_reset_on(self) -> list[checks.CheckMessage]:
+        """reset_on must name a date or datetime field of the model, and only makes sense with reset."""
+        if self.reset_on is None:
+            return []
+        if self.reset is None:
+            return [
+                checks.Error(
+                    f"SequenceField reset_on={self.reset_on!r} has no reset to choose the period of.",
+                    hint='Add reset, e.g. reset="monthly", or drop reset_on.',
+                    obj=self,
+                    id="django_segment_seq.E021",
+                )
+            ]
+        if not hasattr(self, "model"):
+            return []
+        try:
+            field = self.model._meta.get_field(self.reset_on) if isinstance(self.reset_on, str) else None
+        except FieldDoesNotExist:
+            field = None
+        if isinstance(field, models.DateField) and field.concrete:  # DateTimeField is a DateField
+            return []
+        what = "has no such field" if field is None else f"has it as a {type(field).__name__}"
+        return [
+            checks.Error(
+                f"SequenceField reset_on={self.reset_on!r} must name a DateField or DateTimeField of "
+                f"{self.model._meta.label}, which {what}.",
+                hint='Name the model\'s own date of the record, e.g. reset_on="issued_on".',
+                obj=self,
+                id="django_segment_seq.E020",
+            )
+        ]
+
+    def _check_fiscal_year_start(self) -> list[checks.CheckMessage]:
+        """A fiscal year starts in a month of the year, and only yearly resets have one."""
+        start = self.fiscal_year_start
+        if start is None:
+            return []
+        if self.reset_rule.start_problem:
+            problem = f"{self.reset_rule.start_problem}."
+        elif self.reset != "yearly":
+            problem = f'fiscal_year_start={start!r} needs reset="yearly", not reset={self.reset!r}.'
+        else:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField {problem}",
+                hint='Use reset="yearly" with fiscal_year_start=1..12 (4 for a year from April), or drop it.',
+                obj=self,
+                id="django_segment_seq.E022",
+            )
+        ]
+
+    def _check_gapless_database(self) -> list[checks.CheckMessage]:
+        """The row lock must be taken in the transaction that saves the model, so both must share a database."""
+        if not hasattr(self, "model"):
+            return []
+        model_alias, sequence_alias = router.db_for_write(self.model), sequence_database()
+        if model_alias == sequence_alias:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField gapless=True on {self.model._meta.label} cannot lock its number in the model's "
+                f"transaction: the model is saved to database {model_alias!r}, the Sequence table is in "
+                f"{sequence_alias!r}.",
+                hint="Keep the Sequence table in the model's database (SEGMENT_SEQ['DATABASE'], routers), "
+                "or drop gapless=True.",
+                obj=self,
+                id="django_segment_seq.E029",
+            )
+        ]
+
+    def _check_shared_sequence(self) -> list[checks.CheckMessage]:
+        """A gapless sequence also filled by a cached field would get gaps (and vice versa); refuse the mix."""
+        if not hasattr(self, "model"):
+            return []
+        others = [field for field in self.fields_of_same_sequence() if field.gapless is not self.gapless]
+        if not others:
+            return []
+        other = others[0]
+        return [
+            checks.Error(
+                f"Sequence {self.sequence_name!r} is gapless in one field and cached in another "
+                f"({other.model._meta.label}.{other.name}): cached ranges would leave gaps in the gapless numbers.",
+                hint="Give every field of a gapless sequence gapless=True, or use different sequence names.",
+                obj=self,
+                id="django_segment_seq.E031",
+            )
+        ]
+
+    def _check_format(self) -> list[checks.CheckMessage]:
+        fmt = self.flow
+        if fmt is None:
+            return []
+        errors: list[checks.CheckMessage] = [
+            checks.Error(
+                f"SequenceField format is invalid: {problem}.",
+                hint="Use placeholders {value[:int spec]}, {date[:strftime spec]}, {period} and "
+                '{instance.<attribute>}, e.g. format="OD{date:%Y%m%d}{value:06d}", or a callable '
+                "(value, instance, now) -> str.",
+                obj=self,
+                id="django_segment_seq.E011",
+            )
+            for problem in fmt.problems
+        ]
+        if errors:
+            return errors
+        if not fmt.has_value:
+            errors.append(
+                checks.Error(
+                    f"SequenceField format {fmt.source!r} has no {{value}}, so every row would get the same text.",
+                    hint='Add the number, e.g. "{value:06d}".',
+                    obj=self,
+                    id="django_segment_seq.E012",
+                )
+            )
+        if fmt.period_specs and self.reset is None:
+            errors.append(
+                checks.Error(
+                    f"SequenceField format {fmt.source!r} shows {{period}}, but the field has no reset.",
+                    hint='Add reset, e.g. reset="monthly", or show the date with {date:…} instead.',
+                    obj=self,
+                    id="django_segment_seq.E027",
+                )
+            )
+        if self.reset_rule.is_named or self.reset_rule.is_callable:
+            problem = fmt.period_problem(self.reset_rule)
+            if problem:
+                errors.append(
+                    checks.Error(
+                        f"SequenceField format {fmt.source!r} with reset={self.reset!r}"
+                        + (f", fiscal_year_start={self.fiscal_year_start}" if self.reset_rule.is_fiscal else "")
+                        + f": {problem}.",
+                        hint=f"Put the whole period in the format, e.g. {self._date_hint()}, or reset less often.",
+                        obj=self,
+                        id="django_segment_seq.E015",
+                    )
+                )
+        instance_widths = []
+        for path in fmt.instance_paths:
+            width = self._instance_width(path)
+            if width is UNKNOWN_ATTRIBUTE:
+                errors.append(
+                    checks.Error(
+                        f"SequenceField format {fmt.source!r} refers to instance{path}, "
+                        f"which {self.model._meta.label} does not have.",
+                        hint="Use an attribute or field of the model, e.g. {instance.kind}.",
+                        obj=self,
+                        id="django_segment_seq.E019",
+                    )
+                )
+                return errors
+            instance_widths.append(width if isinstance(width, int) else 0)
+        widest = fmt.widest(instance_widths, self.reset_rule)
+        if widest is not None and self.max_length is not None and widest > self.max_length:
+            errors.append(
+                checks.Error(
+                    f"SequenceField max_length={self.max_length} is too short for format {fmt.source!r}, "
+                    f"whose widest text is {widest} characters.",
+                    hint=f"Set max_length={widest} or more, or narrow the format.",
+                    obj=self,
+                    id="django_segment_seq.E016",
+                )
+            )
+        return errors
+
+    def _date_hint(self) -> str:
+        if self.reset_rule.is_fiscal or not self.reset_rule.is_named:
+            return "{period}"
+        return DATE_HINTS[self.reset]
+
+    def _instance_width(self, path: str) -> object:
+        """The widest text of {instance<path>} when a model field tells it; None when unknown."""
+        if not path.startswith(".") or "." in path[1:] or "[" in path:
+            return None
+        attribute = path[1:]
+        try:
+            field = self.model._meta.get_field(attribute)
+        except FieldDoesNotExist:
+            return None if hasattr(self.model, attribute) else UNKNOWN_ATTRIBUTE
+        if not isinstance(field, models.Field):
+            return None  # a reverse relation: no column to measure
+        if field.choices:
+            return max((len(str(key)) for key, _label in field.flatchoices), default=0)
+        if getattr(field, "max_length", None):
+            return field.max_length
+        return None
+
+    # scope
+
+    def _check_scope(self) -> list[checks.CheckMessage]:
+        """`scope`: concrete fields of the model, a name with room for them, the same in every field of the sequence."""
+        if self.scope is None:
+            return self._check_shared_scope()
+        errors = self._check_scope_option()
+        if errors or not hasattr(self, "model"):
+            return errors
+        names = scope_names(self.scope)
+        errors = [problem for name in names for problem in self._check_scope_field(name)]
+        if errors:
+            return errors
+        return [
+            *self._check_scope_room(names),
+            *self._check_scoped_primary_key(),
+            *self._check_shared_scope(),
+            *self._check_scoped_unique(names),
+        ]
+
+    def _check_scope_option(self) -> list[checks.CheckMessage]:
+        scope = self.scope
+        if not (
+            isinstance(scope, str)
+            or (isinstance(scope, (list, tuple)) and scope and all(isinstance(name, str) for name in scope))
+        ):
+            return [
+                checks.Error(
+                    f"SequenceField scope={scope!r} must be a field name or a non-empty list of field names.",
+                    hint='Name the fields each counter is kept per, e.g. scope=["company"], or drop scope.',
+                    obj=self,
+                    id="django_segment_seq.E023",
+                )
+            ]
+        names = scope_names(scope)
+        if len(set(names)) != len(names):
+            return [
+                checks.Error(
+                    f"SequenceField scope={scope!r} names a field twice.",
+                    hint="Name each field once.",
+                    obj=self,
+                    id="django_segment_seq.E032",
+                )
+            ]
+        return []
+
+    def _check_scope_field(self, name: str) -> list[checks.CheckMessage]:
+        """A scope field must be a column of the row, set before the number is taken, with one text per value."""
+        label = self.model._meta.label
+        try:
+            target = self.model._meta.get_field(name)
+        except FieldDoesNotExist:
+            target = None
+        if target is None:
+            problem = f"{label} has no field {name!r}"
+        elif not getattr(target, "concrete", False) or getattr(target, "many_to_many", False):
+            problem = f"{label}.{name} is a {type(target).__name__}, not a column of the row being inserted"
+        elif target is self:
+            problem = "a field cannot be scoped by itself"
+        elif isinstance(target, AUTO_FIELDS):
+            problem = f"{label}.{name} is filled by the database at INSERT, after the number is taken"
+        elif isinstance(target, TEXTLESS_FIELDS):
+            problem = f"{label}.{name} is a {type(target).__name__}, whose values have no single text to name a row by"
+        else:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField scope names {name!r}: {problem}.",
+                hint="Scope by concrete fields of the model set before saving: a ForeignKey (counted by its "
+                "id), an integer, text, UUID or date field.",
+                obj=self,
+                id="django_segment_seq.E033",
+            )
+        ]
+
+    def _check_scope_room(self, names: tuple[str, ...]) -> list[checks.CheckMessage]:
+        sequence_name = self.sequence_name
+        if not isinstance(sequence_name, str):
+            return []
+        # The shortest name a scope row can have: one character per value.
+        shortest = len(sequence_name) + len(SCOPE_MARK) + sum(len(name) + 2 for name in names)
+        shortest += len(PAIR_SEPARATOR) * (len(names) - 1)
+        if self.reset is not None:
+            shortest += PERIOD_SUFFIX_LENGTH
+        if SCOPE_MARK not in sequence_name and shortest <= NAME_MAX_LENGTH:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField sequence_name {sequence_name!r} cannot carry scope {self.scope!r}: scope rows are "
+                f"named '<sequence_name>@<field>=<value>,…{'/<period>' if self.reset is not None else ''}', "
+                f"which must stay within {NAME_MAX_LENGTH} characters (at least {shortest} here).",
+                hint="Use a shorter sequence name without '@', or fewer scope fields.",
+                obj=self,
+                id="django_segment_seq.E024",
+            )
+        ]
+
+    def _check_scoped_primary_key(self) -> list[checks.CheckMessage]:
+        if self.flow is not None or not self.primary_key:
+            return []
+        return [
+            checks.Error(
+                "SequenceField scope on an integer primary key: every scope counts from min_value, so two scopes "
+                "would hand out the same key.",
+                hint="Keep the primary key unscoped and give the scoped number a field of its own.",
+                obj=self,
+                id="django_segment_seq.E026",
+            )
+        ]
+
+    def _check_scoped_unique(self, names: tuple[str, ...]) -> list[checks.CheckMessage]:
+        if not self.unique or self._format_shows_scope(names):
+            return []
+        return [
+            checks.Warning(
+                f"SequenceField {self.model._meta.label}.{self.name} is scoped by {', '.join(names)} and unique=True: "
+                "each scope counts from min_value, so the second scope's first number is refused as a duplicate.",
+                hint=f"Drop unique=True and add models.UniqueConstraint(fields={[*names, self.name]!r}, ...) "
+                "to Meta.constraints (or unique_together).",
+                obj=self,
+                id="django_segment_seq.W002",
+            )
+        ]
+
+    def _format_shows_scope(self, names: tuple[str, ...]) -> bool:
+        """Whether the field's texts show every scope value ({instance.company…}), so they differ between scopes."""
+        paths = self.flow.instance_paths if self.flow is not None else []
+        meta = self.model._meta
+        shown = set()
+        for name in names:
+            target = meta.get_field(name)
+            for path in paths:
+                head = path[1:].split(".", 1)[0].split("[", 1)[0] if path.startswith(".") else ""
+                if head in (target.name, getattr(target, "attname", None)):
+                    shown.add(name)
+        return bool(paths) and shown == set(names)
+
+    def _check_shared_scope(self) -> list[checks.CheckMessage]:
+        """Fields of one sequence share its scope, or one field's period rows could take another's scope names."""
+        if not hasattr(self, "model"):
+            return []
+        names = resolved_scope(self.model, self.scope)
+        for other in self.fields_of_same_sequence():
+            if resolved_scope(other.model, other.scope) != names:
+                return [
+                    checks.Error(
+                        f"Sequence {self.sequence_name!r} is scoped by {', '.join(names) or 'nothing'} here and by "
+                        f"{', '.join(resolved_scope(other.model, other.scope)) or 'nothing'} in "
+                        f"{other.model._meta.label}.{other.name}.",
+                        hint="Give every field of a sequence the same scope, or use different sequence names.",
+                        obj=self,
+                        id="django_segment_seq.E025",
+                    )
+                ]
+        return []
+
+
+def resolved_scope(model: type[models.Model], scope: Any) -> tuple[str, ...]:
+    """The field names a scope option resolves to ("company_id" is "company"); a malformed one (E023) as it is."""
+    try:
+        names = [str(name) for name in scope_names(scope)]
+    except TypeError:
+        return ()
+    resolved = []
+    for name in names:
+        try:
+            resolved.append(model._meta.get_field(name).name)
+        except FieldDoesNotExist:
+            resolved.append(name)
+    return tuple(resolved)
+
+
+AUTO_FIELDS = (models.AutoField, models.BigAutoField, models.SmallAutoField)
+# 1.0 and 1.00, or equal JSON written two ways, would count in two scopes.
+TEXTLESS_FIELDS = (models.FloatField, models.DecimalField, models.BinaryField, models.JSONField)
+
+
+UNKNOWN_ATTRIBUTE = object()
+# A format that shows the whole period of each named reset, for the hint of E015.
+DATE_HINTS = {
+    "daily": "{date:%Y%m%d}",
+    "weekly": "{period} or {date:%G-W%V}",
+    "monthly": "{date:%Y%m}",
+    "quarterly": "{period}",
+    "yearly": "{date:%Y}",
+}
