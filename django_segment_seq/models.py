@@ -12,7 +12,11 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from django_segment_seq.allocator.blocks import BIGINT_MAX, BIGINT_MIN
+from django_segment_seq.db.columns import BIGINT_MAX, BIGINT_MIN
+from django_segment_seq.db.rownames import NAME_MAX_LENGTH
+
+# Migration 0001 names the name column's validator by this path.
+from django_segment_seq.db.rownames import validate_sequence_name as validate_sequence_name
 from django_segment_seq.snowflake.models import WorkerLease  # noqa: F401 - the Snowflake worker id leases
 
 if TYPE_CHECKING:
@@ -25,32 +29,6 @@ if TYPE_CHECKING:
     _IntegerBase = models.BigIntegerField[float | int | str | Combinable | None, int]
 else:
     _IntegerBase = models.BigIntegerField
-
-NAME_MAX_LENGTH = 100
-
-
-def validate_sequence_name(name: object) -> None:
-    """Names are keys shared by every process, so refuse ones that could not be stored as given."""
-    if not isinstance(name, str):
-        raise ValidationError(
-            _("A sequence name must be a string, not %(type)s."), code="invalid", params={"type": type(name).__name__}
-        )
-    if not name.strip():
-        raise ValidationError(_("A sequence name must not be empty."), code="blank")
-    if len(name) > NAME_MAX_LENGTH:
-        raise ValidationError(
-            _("Sequence name %(name)r is %(length)d characters long; the limit is %(limit)d."),
-            code="max_length",
-            params={"name": name[:20] + "…", "length": len(name), "limit": NAME_MAX_LENGTH},
-        )
-
-
-def require_valid_name(name: object) -> None:
-    """validate_sequence_name() for callers of the functions, who expect ValueError rather than a form error."""
-    try:
-        validate_sequence_name(name)
-    except ValidationError as exc:
-        raise ValueError(" ".join(exc.messages)) from None
 
 
 def concrete_field(model: type[models.Model], name: str) -> models.Field[Any, Any]:

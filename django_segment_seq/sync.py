@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 from django.db import models, router
 from django.db.models import Max, Q
 
+from django_segment_seq.db.rownames import row_name
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.sequence import FormattedSequenceField
@@ -297,7 +298,6 @@ def move_past(field: SequenceFieldBase, target: Target, highest: int, *, stored_
     """
     from django_segment_seq.db.routing import sequence_database
     from django_segment_seq.flow.derived import ensure_row
-    from django_segment_seq.flow.scopes import row_name
     from django_segment_seq.models import Sequence
 
     scope, period = target
@@ -355,7 +355,6 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     cannot be read back.
     """
     from django_segment_seq.db.routing import sequence_database
-    from django_segment_seq.flow.scopes import row_name
     from django_segment_seq.models import Sequence
 
     field = unscoped_field(model, field_name)

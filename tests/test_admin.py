@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from django_segment_seq import next_value
-from django_segment_seq.allocator.blocks import BIGINT_MAX
+from django_segment_seq.db.columns import BIGINT_MAX
 from django_segment_seq.models import Sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from django_segment_seq import next_value
-from django_segment_seq.allocator.blocks import BIGINT_MIN
+from django_segment_seq.db.columns import BIGINT_MIN
 from django_segment_seq.models import Sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)

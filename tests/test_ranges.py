@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from django_segment_seq.allocator.blocks import BIGINT_MAX, Block, Row, Unused, next_block, unused_run
+from django_segment_seq.allocator.blocks import Block, Row, Unused, next_block, unused_run
+from django_segment_seq.db.columns import BIGINT_MAX
 from django_segment_seq.exceptions import SequenceExhausted, SequenceMisconfigured
 
 

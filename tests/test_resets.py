@@ -4,7 +4,8 @@ from datetime import date, datetime
 
 import pytest
 
-from django_segment_seq.flow.resets import KEY_MAX_LENGTH, NAMED, Reset, key_problem, named_key
+from django_segment_seq.db.rownames import KEY_MAX_LENGTH
+from django_segment_seq.flow.resets import NAMED, Reset, key_problem, named_key
 from tests.testapp.models import shift_period
 
 

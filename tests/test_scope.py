@@ -10,7 +10,8 @@ from django.db import IntegrityError, models, transaction
 from django.test.utils import isolate_apps
 
 from django_segment_seq import SequenceField, SequenceScopeError, fill_sequences, sequence_stats
-from django_segment_seq.flow.scopes import encode_text, row_name, scope_of, shown
+from django_segment_seq.db.rownames import row_name, scope_of, shown
+from django_segment_seq.flow.scopes import encode_text
 from django_segment_seq.models import Sequence
 from django_segment_seq.sync import sync_sequence
 from django_segment_seq.testing import reset_sequences

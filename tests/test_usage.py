@@ -4,7 +4,7 @@ import datetime
 
 from django.utils import timezone
 
-from django_segment_seq.allocator.blocks import BIGINT_MAX
+from django_segment_seq.db.columns import BIGINT_MAX
 from django_segment_seq.management import sequence_rows
 from django_segment_seq.models import Sequence
 from django_segment_seq.observe.usage import (

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from django_segment_seq.db.columns import BIGINT_MIN
 from django_segment_seq.exceptions import SequenceExhausted, SequenceMisconfigured
-
-BIGINT_MIN = -(2**63)
-BIGINT_MAX = 2**63 - 1
 
 
 class Row(NamedTuple):

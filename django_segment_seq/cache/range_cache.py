@@ -32,6 +32,7 @@ from django_segment_seq.cache.sizing import next_size
 from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.db import sqlite
+from django_segment_seq.db.rownames import require_valid_name
 
 
 class _Slot:
@@ -223,8 +224,6 @@ class RangeCache:
         return runs
 
     def _add_slot(self, alias: str, name: str) -> _Slot:
-        from django_segment_seq.models import require_valid_name
-
         require_valid_name(name)
         on_sqlite = connections[alias].vendor == "sqlite"
         with self._guard:

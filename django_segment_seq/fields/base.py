@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import models
 
-from django_segment_seq.db.filled import deconstruct_fill_at_save, fill_at_save
+from django_segment_seq.db.columns import deconstruct_fill_at_save, fill_at_save
 from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.resets import Reset
 

@@ -10,11 +10,17 @@ from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models, router
 
 from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.db.rownames import (
+    DERIVED_MARK,
+    NAME_MAX_LENGTH,
+    PERIOD_SUFFIX_LENGTH,
+    can_carry_period,
+    shortest_scoped_name,
+    validate_sequence_name,
+)
 from django_segment_seq.fields.base import SequenceFieldBase
-from django_segment_seq.flow.formats import PERIOD_SUFFIX_LENGTH
 from django_segment_seq.flow.resets import NAMED
-from django_segment_seq.flow.scopes import PAIR_SEPARATOR, SCOPE_MARK, scope_names
-from django_segment_seq.models import NAME_MAX_LENGTH, validate_sequence_name
+from django_segment_seq.flow.scopes import scope_names
 
 
 class SequenceFieldChecks(SequenceFieldBase):
@@ -44,7 +50,7 @@ class SequenceFieldChecks(SequenceFieldBase):
             return [
                 checks.Error(
                     f"SequenceField sequence_name {self.sequence_name!r} is invalid: {' '.join(exc.messages)}",
-                    hint="Pass a non-empty string of at most 100 characters as the first argument.",
+                    hint=f"Pass a non-empty string of at most {NAME_MAX_LENGTH} characters as the first argument.",
                     obj=self,
                     id="django_segment_seq.E010",
                 )
@@ -85,15 +91,15 @@ class SequenceFieldChecks(SequenceFieldBase):
                 )
             )
         elif (
-            self.reset is not None
-            and isinstance(self.sequence_name, str)
-            and (len(self.sequence_name) + PERIOD_SUFFIX_LENGTH > 100 or "@" in self.sequence_name)
+            self.reset is not None and isinstance(self.sequence_name, str) and not can_carry_period(self.sequence_name)
         ):
             errors.append(
                 checks.Error(
                     f"SequenceField sequence_name {self.sequence_name!r} cannot carry a period: per-period rows "
-                    f"are named '<sequence_name>@<period>', which must stay within 100 characters.",
-                    hint=f"With reset, use a name of at most {100 - PERIOD_SUFFIX_LENGTH} characters without '@'.",
+                    f"are named '<sequence_name>{DERIVED_MARK}<period>', which must stay within {NAME_MAX_LENGTH} "
+                    "characters.",
+                    hint=f"With reset, use a name of at most {NAME_MAX_LENGTH - PERIOD_SUFFIX_LENGTH} characters "
+                    f"without {DERIVED_MARK!r}.",
                     obj=self,
                     id="django_segment_seq.E018",
                 )
@@ -381,19 +387,16 @@ class SequenceFieldChecks(SequenceFieldBase):
         sequence_name = self.sequence_name
         if not isinstance(sequence_name, str):
             return []
-        # The shortest name a scope row can have: one character per value.
-        shortest = len(sequence_name) + len(SCOPE_MARK) + sum(len(name) + 2 for name in names)
-        shortest += len(PAIR_SEPARATOR) * (len(names) - 1)
-        if self.reset is not None:
-            shortest += PERIOD_SUFFIX_LENGTH
-        if SCOPE_MARK not in sequence_name and shortest <= NAME_MAX_LENGTH:
+        shortest = shortest_scoped_name(sequence_name, names, with_period=self.reset is not None)
+        if DERIVED_MARK not in sequence_name and shortest <= NAME_MAX_LENGTH:
             return []
         return [
             checks.Error(
                 f"SequenceField sequence_name {sequence_name!r} cannot carry scope {self.scope!r}: scope rows are "
-                f"named '<sequence_name>@<field>=<value>,…{'/<period>' if self.reset is not None else ''}', "
+                f"named '<sequence_name>{DERIVED_MARK}<field>=<value>,…"
+                f"{'/<period>' if self.reset is not None else ''}', "
                 f"which must stay within {NAME_MAX_LENGTH} characters (at least {shortest} here).",
-                hint="Use a shorter sequence name without '@', or fewer scope fields.",
+                hint=f"Use a shorter sequence name without {DERIVED_MARK!r}, or fewer scope fields.",
                 obj=self,
                 id="django_segment_seq.E024",
             )

@@ -10,7 +10,8 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from django_segment_seq.api import next_value
-from django_segment_seq.db.filled import filled_at_save
+from django_segment_seq.db.columns import filled_at_save
+from django_segment_seq.db.rownames import NAME_MAX_LENGTH, period_row_name
 from django_segment_seq.fields.checks import SequenceFieldChecks
 from django_segment_seq.fields.managers import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
 from django_segment_seq.flow import formats as formatting
@@ -18,7 +19,7 @@ from django_segment_seq.flow.derived import take
 from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.resets import ResetOption
 from django_segment_seq.flow.scopes import scope_key
-from django_segment_seq.models import NAME_MAX_LENGTH, concrete_field
+from django_segment_seq.models import concrete_field
 
 __all__ = ["FormattedSequenceField", "SequenceField", "filled_at_save"]
 
@@ -124,10 +125,11 @@ class FormattedSequenceField(SequenceFieldChecks, _TextBase):
     def _take(self, instance: models.Model) -> str:
         moment = self.instant(instance)
         period = self.reset_rule.key(moment)
-        if period is not None and len(self.sequence_name) + 1 + len(period) > NAME_MAX_LENGTH:
+        if period is not None and len(period_row_name(self.sequence_name, period)) > NAME_MAX_LENGTH:
             raise ValueError(
                 f"Sequence {self.sequence_name!r}: period {period!r} makes the row name "
-                f"'{self.sequence_name}@{period}' longer than {NAME_MAX_LENGTH} characters. Shorten the sequence name."
+                f"{period_row_name(self.sequence_name, period)!r} longer than {NAME_MAX_LENGTH} characters. "
+                "Shorten the sequence name."
             )
 
         def render(value: int) -> str:

@@ -11,10 +11,9 @@ from django_segment_seq.allocator import callers
 from django_segment_seq.allocator.loop import ensure_derived_row
 from django_segment_seq.cache.range_cache import ranges
 from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.db.rownames import require_valid_name, row_name, shown
 from django_segment_seq.exceptions import SequenceExhausted
 from django_segment_seq.flow import gapless as gapless_path
-from django_segment_seq.flow.scopes import row_name, shown
-from django_segment_seq.models import require_valid_name
 
 T = TypeVar("T")
 

@@ -11,11 +11,11 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from django_segment_seq.allocator.blocks import BIGINT_MAX
-from django_segment_seq.flow.resets import KEY_MAX_LENGTH, Reset, ResetOption
+from django_segment_seq.db.columns import BIGINT_MAX
+from django_segment_seq.db.rownames import KEY_MAX_LENGTH
+from django_segment_seq.flow.resets import Reset
 
 # The longest suffix a period adds to a sequence name ("@2026-11-22").
-PERIOD_SUFFIX_LENGTH = 1 + KEY_MAX_LENGTH
 
 # max_length of a formatted field when none is given: the widest output, at least this.
 MIN_DEFAULT_MAX_LENGTH = 32
@@ -60,16 +60,6 @@ def instant_of(value: Any) -> datetime:
     if timezone.is_naive(value):
         return timezone.make_aware(value, zone)
     return timezone.localtime(value, zone)
-
-
-def period_key(moment: datetime, reset: ResetOption, fiscal_year_start: int | None = None) -> str | None:
-    """The period `moment` falls in ("2026-11-22", "2026-W48", "2026-Q4", "FY2026", a callable's key), or None."""
-    return Reset(reset, fiscal_year_start).key(moment)
-
-
-def period_row_name(sequence_name: str, period: str | None) -> str:
-    """The name of the row that counts one period of a sequence: "order@2026-11-22"."""
-    return sequence_name if period is None else f"{sequence_name}@{period}"
 
 
 def width_cap(spec: str) -> int | None:

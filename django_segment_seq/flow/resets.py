@@ -6,8 +6,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, cast
 
-# A key must fit the Sequence.period column and, after "@", the 100-character row name.
-KEY_MAX_LENGTH = 10
+from django_segment_seq.db.rownames import DERIVED_MARK, KEY_MAX_LENGTH
+
 # Named resets and the word messages use for one of their periods.
 NAMED: dict[str, str] = {
     "daily": "day",
@@ -61,8 +61,10 @@ def key_problem(key: object) -> str | None:
         return "a period key must not be empty"
     if len(key) > KEY_MAX_LENGTH:
         return f"a period key must be at most {KEY_MAX_LENGTH} characters long, and {key!r} has {len(key)}"
-    if "@" in key:
-        return f"a period key must not contain '@', which separates sequence name and period, as {key!r} does"
+    if DERIVED_MARK in key:
+        return (
+            f"a period key must not contain {DERIVED_MARK!r}, which separates sequence name and period, as {key!r} does"
+        )
     return None
 
 

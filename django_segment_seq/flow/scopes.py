@@ -18,21 +18,17 @@ import datetime
 import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from django.core.exceptions import ValidationError
-from django.db.models import CharField, Q, Value
-from django.db.models.functions import Concat
 
+from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.db.rownames import PAIR_SEPARATOR, row_name
 from django_segment_seq.exceptions import SequenceScopeError
-from django_segment_seq.flow.formats import period_row_name
+from django_segment_seq.flow.derived import ensure_row
 
 if TYPE_CHECKING:
     from django.db import models
 
-SCOPE_MARK = "@"
-PAIR_SEPARATOR = ","
-PERIOD_SEPARATOR = "/"
 _KEPT = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.~")
 
 
@@ -102,58 +98,10 @@ def _scope_fields(field: Any) -> list[Any]:
     return cached[1]
 
 
-def row_name(sequence_name: str, scope: str | None, period: str | None) -> str:
-    """The row counting `scope` in `period`; SequenceScopeError rather than a name cut to fit the column."""
-    from django_segment_seq.models import NAME_MAX_LENGTH
-
-    if scope is None:
-        return period_row_name(sequence_name, period)
-    name = f"{sequence_name}{SCOPE_MARK}{scope}"
-    if period is not None:
-        name += f"{PERIOD_SEPARATOR}{period}"
-    if len(name) > NAME_MAX_LENGTH:
-        raise SequenceScopeError(
-            sequence_name,
-            f"the row of scope {shown(scope)!r}"
-            + (f", period {period}," if period is not None else "")
-            + f" would be named {name[:40]!r}… ({len(name)} characters), over the {NAME_MAX_LENGTH} characters "
-            "of Sequence.name. Shorten the sequence name, or scope by a shorter field (a foreign key's id).",
-        )
-    return name
-
-
-def scope_of(name: str, base_name: str | None, period: str | None) -> str | None:
-    """The encoded scope of a stored row, read back from its name; None for a base or a plain period row."""
-    if base_name is None or not name.startswith(base_name + SCOPE_MARK):
-        return None
-    rest = name[len(base_name) + 1 :]
-    if period is None:
-        return rest
-    if rest == period or not rest.endswith(PERIOD_SEPARATOR + period):
-        return None
-    return rest[: -(len(period) + 1)]
-
-
-def scoped_rows() -> Q:
-    """The per-scope rows of any sequence: derived rows not named '<base>@<period>' as plain period rows are."""
-    plain_period = Concat("base_name", Value(SCOPE_MARK), "period", output_field=CharField())
-    return Q(base_name__isnull=False) & (Q(period__isnull=True) | ~Q(name=plain_period))
-
-
-def shown(scope: str | None) -> str:
-    """A scope as people read it: "company=42, kind=Bug"."""
-    if not scope:
-        return ""
-    return ", ".join(unquote(pair) for pair in scope.split(PAIR_SEPARATOR))
-
-
 def bulk_groups(field: Any, objs: list[models.Model]) -> Iterable[tuple[str, list[models.Model]]]:
     """`objs` grouped by the row each takes its number from, those rows created, for one allocation per scope."""
     if not scope_names(getattr(field, "scope", None)):
         return [(field.sequence_name, objs)]
-    from django_segment_seq.db.routing import sequence_database
-    from django_segment_seq.flow.derived import ensure_row
-
     groups: dict[str, list[models.Model]] = {}
     for obj in objs:
         groups.setdefault(row_name(field.sequence_name, scope_key(field, obj), None), []).append(obj)

@@ -9,7 +9,7 @@ from django.core import checks
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from django_segment_seq.db.filled import deconstruct_fill_at_save, fill_at_save
+from django_segment_seq.db.columns import deconstruct_fill_at_save, fill_at_save
 from django_segment_seq.snowflake.generator import next_snowflake
 from django_segment_seq.snowflake.layouts import LAYOUTS
 

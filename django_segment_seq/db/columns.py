@@ -1,8 +1,13 @@
-"""Columns the app fills at INSERT, not the database: the keywords SequenceField and SnowflakeField both handle."""
+"""What the app's number columns share: the bounds of a signed 64-bit integer, and being filled at INSERT by the
+app rather than the database (the keywords SequenceField and SnowflakeField both handle)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+# The Sequence table's value, limits and the fields' columns are BIGINT (bigint on PostgreSQL, BIGINT on MariaDB).
+BIGINT_MIN = -(2**63)
+BIGINT_MAX = 2**63 - 1
 
 
 def filled_at_save() -> None:
