@@ -4,50 +4,18 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from typing import Any
 
 from django.conf import settings
 from django.core import checks
+from django.db import router
 
-from django_segment_seq.conf import DEFAULTS, SETTING_NAME
-
-_TYPES: dict[str, tuple[type, ...]] = {
-    "DATABASE": (str, type(None)),
-    "DEFAULT_STEP": (int,),
-    "MAX_RETRIES": (int,),
-    "CONNECTION_RETRIES": (int,),
-    "MAX_BACKOFF": (int, float),
-    "LOCK_TIMEOUT": (int, float),
-    "CONNECTION_MAX_IDLE": (int, float),
-    "CREATE_ON_FIRST_USE": (bool,),
-    "PREFETCH": (bool,),
-    "PREFETCH_AT": (int, float),
-    "ADAPTIVE_STEP": (bool,),
-    "MAX_STEP": (int,),
-    "STEP_TARGET_SECONDS": (int, float),
-    "METRICS": (bool,),
-    "LOG_RETRIES_AT": (int, type(None)),
-    "LOG_USED_SHARE_AT": (int, float, type(None)),
-    "GIVE_BACK_UNUSED": (bool,),
-    "SNOWFLAKE_EPOCH_MS": (int,),
-    "SNOWFLAKE_LEASE_SECONDS": (int, float),
-    "SNOWFLAKE_CLOCK_TOLERANCE": (int, float),
-    "SNOWFLAKE_MAX_WORKERS": (int, type(None)),
-}
-# Smallest and largest accepted values of numeric keys (others: not negative).
-_BOUNDS: dict[str, tuple[float, float | None]] = {
-    "DEFAULT_STEP": (1, None),
-    "MAX_STEP": (1, None),
-    "PREFETCH_AT": (0, 1),
-    "STEP_TARGET_SECONDS": (0.001, None),
-    "LOCK_TIMEOUT": (0.001, None),
-    "LOG_RETRIES_AT": (1, None),
-    "LOG_USED_SHARE_AT": (0.01, 1),
-    "SNOWFLAKE_LEASE_SECONDS": (1, None),
-    "SNOWFLAKE_CLOCK_TOLERANCE": (0, 10),
-    "SNOWFLAKE_MAX_WORKERS": (1, 1024),
-}
+from django_segment_seq.conf import DEFAULTS, SETTING_NAME, SETTINGS, Setting
+from django_segment_seq.db import sqlite
+from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.models import Sequence
 
 
 @checks.register()
@@ -71,25 +39,12 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 id="django_segment_seq.E002",
             )
         )
-    for key, kinds in _TYPES.items():
-        if key not in configured:
-            continue
-        value = configured[key]
-        wrong_type = not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
-        low, high = _BOUNDS.get(key, (0, None))
-        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-        out_of_bounds = numeric and (value < low or (high is not None and value > high))
-        if wrong_type or out_of_bounds:
-            if kinds == (bool,):
-                bounds = "."
-            elif high is not None:
-                bounds = f", from {low} to {high}."
-            else:
-                bounds = ", not negative." if low == 0 else f", at least {low}."
+    for setting in SETTINGS:
+        if setting.name in configured and not valid(setting, configured[setting.name]):
             errors.append(
                 checks.Error(
-                    f"{SETTING_NAME}[{key!r}] is {value!r}.",
-                    hint=f"Expected {' or '.join(k.__name__ for k in kinds)}{bounds}",
+                    f"{SETTING_NAME}[{setting.name!r}] is {configured[setting.name]!r}.",
+                    hint=f"Expected {expected(setting)}",
                     id="django_segment_seq.E003",
                 )
             )
@@ -110,10 +65,6 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 def _check_router_agrees(alias: str) -> list[checks.CheckMessage]:
     """Numbers come from `alias`; the admin and migrations must see the same table, or edits miss it."""
-    from django.db import router
-
-    from django_segment_seq.models import Sequence
-
     routed = router.db_for_write(Sequence)
     if routed == alias:
         return []
@@ -152,16 +103,13 @@ def _check_metrics() -> list[checks.CheckMessage]:
 @checks.register()
 def check_sqlite_single_writer(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """A shared SQLite file whose transactions take the write lock at BEGIN leaves no room for an independent commit."""
-    from django_segment_seq.db import sqlite
-    from django_segment_seq.db.routing import sequence_database
-
     alias = sequence_database()
     if alias not in settings.DATABASES or not sqlite.shares_file(alias) or not sqlite.immediate_transactions(alias):
         return []
     return [
         checks.Warning(
             f"Database {alias!r} is SQLite with transaction_mode "
-            f"{settings.DATABASES[alias]['OPTIONS']['transaction_mode']!r} and also holds the Sequence table: every "
+            f"{sqlite.transaction_mode(alias)!r} and also holds the Sequence table: every "
             "transaction holds the file's write lock from its first statement, so numbers taken inside a transaction "
             "are taken there too and come back if it rolls back.",
             hint="Keep the Sequence table in a SQLite file of its own: SEGMENT_SEQ['DATABASE'] naming a second "
@@ -169,3 +117,24 @@ def check_sqlite_single_writer(app_configs: Any = None, **kwargs: Any) -> list[c
             id="django_segment_seq.W001",
         )
     ]
+
+
+def valid(setting: Setting, value: Any) -> bool:
+    """Whether `value` has one of the setting's types and, for a number, is finite and within its bounds."""
+    if isinstance(value, bool) and bool not in setting.kinds:
+        return False
+    if not isinstance(value, setting.kinds):
+        return False
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    return math.isfinite(value) and value >= setting.low and (setting.high is None or value <= setting.high)
+
+
+def expected(setting: Setting) -> str:
+    """What a setting takes, as the hint of E003 says it."""
+    kinds = " or ".join(kind.__name__ for kind in setting.kinds)
+    if setting.is_flag or not ({int, float} & set(setting.kinds)):
+        return f"{kinds}."
+    if setting.high is not None:
+        return f"{kinds}, from {setting.low:g} to {setting.high:g}."
+    return f"{kinds}, not negative." if setting.low == 0 else f"{kinds}, at least {setting.low:g}."

@@ -1,7 +1,9 @@
-"""The SEGMENT_SEQ settings dict: defaults, and a cached merged view that follows override_settings."""
+"""The SEGMENT_SEQ settings: each declared once, in SETTINGS, with its default, type, bounds and one-line doc;
+`app_settings()` merges the project's dict over the defaults and follows override_settings."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -9,54 +11,96 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 SETTING_NAME = "SEGMENT_SEQ"
+NoneType = type(None)
 
-DEFAULTS: dict[str, Any] = {
-    # Database alias holding the Sequence table; None asks the database router (db_for_write).
-    "DATABASE": None,
-    # Step of rows created on first use.
-    "DEFAULT_STEP": 1000,
-    # Conditional UPDATEs lost to other processes before SequenceContention.
-    "MAX_RETRIES": 100,
-    # Database errors in a row (lost connection, lock timeout) before SequenceUnavailable.
-    "CONNECTION_RETRIES": 5,
-    # Upper bound of the jittered back-off between attempts, in seconds.
-    "MAX_BACKOFF": 0.5,
-    # Longest wait, in seconds, for a sequence row another transaction holds (and for a background
-    # fetch still running) before the caller fetches itself or gets SequenceUnavailable.
-    "LOCK_TIMEOUT": 2.0,
-    # Seconds an idle private allocation connection stays open; it reopens on demand.
-    "CONNECTION_MAX_IDLE": 30.0,
-    # Create a missing Sequence row on first use; False raises SequenceNotFound instead.
-    "CREATE_ON_FIRST_USE": True,
-    # Fetch the next range in a background thread before the current one runs out.
-    "PREFETCH": True,
-    # Share of the current range used (0.0-1.0) when the next one is fetched in the background.
-    "PREFETCH_AT": 0.2,
-    # Take bigger ranges under heavy demand and smaller ones under light demand (never below the row's step).
-    "ADAPTIVE_STEP": True,
-    # Ceiling of the adaptive range size; a row whose own step is larger keeps its step.
-    "MAX_STEP": 1_000_000,
-    # The adaptive step aims at ranges that last about this many seconds.
-    "STEP_TARGET_SECONDS": 60.0,
-    # Export sequence_stats() as Prometheus metrics (the prometheus extra; see docs/metrics.md).
-    "METRICS": False,
-    # A range fetch that lost this many compare-and-sets to other processes is logged; None: never.
-    "LOG_RETRIES_AT": 10,
-    # A sequence whose ranges pass this share (0.01-1.0) of its numbers, min_value to max_value, is logged once
-    # per process and crossing; None: never.
-    "LOG_USED_SHARE_AT": 0.8,
-    # At a clean exit (and in close_connections()), give the unused rest of each cached range back to
-    # its row when no other process allocated since, so a restart continues without a gap.
-    "GIVE_BACK_UNUSED": True,
-    # Snowflake ids count time from this instant, in Unix milliseconds (default 2026-01-01T00:00:00Z).
-    "SNOWFLAKE_EPOCH_MS": 1_767_225_600_000,
-    # A worker id's lease not renewed for this many seconds is free for another process.
-    "SNOWFLAKE_LEASE_SECONDS": 60.0,
-    # A clock found behind the last id by at most this many seconds is waited out; further back raises.
-    "SNOWFLAKE_CLOCK_TOLERANCE": 0.1,
-    # Worker ids a layout hands out, from 0; None means all its worker bits allow (1,024 classic, 256 js53).
-    "SNOWFLAKE_MAX_WORKERS": None,
-}
+
+@dataclass(frozen=True)
+class Setting:
+    """One key of SEGMENT_SEQ. A number must be finite and within [low, high]; `doc` is its line in docs/settings.md."""
+
+    name: str
+    default: Any
+    kinds: tuple[type, ...]
+    doc: str
+    low: float = 0
+    high: float | None = None
+
+    @property
+    def is_flag(self) -> bool:
+        return self.kinds == (bool,)
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("DATABASE", None, (str, NoneType), "alias holding the Sequence table; None asks the router (db_for_write)"),
+    Setting("DEFAULT_STEP", 1000, (int,), "step of rows created on first use", low=1),
+    Setting("MAX_RETRIES", 100, (int,), "lost compare-and-sets before SequenceContention"),
+    Setting("CONNECTION_RETRIES", 5, (int,), "database errors in a row before SequenceUnavailable"),
+    Setting("MAX_BACKOFF", 0.5, (int, float), "seconds, ceiling of the jittered back-off"),
+    Setting(
+        "LOCK_TIMEOUT",
+        2.0,
+        (int, float),
+        "seconds a row held elsewhere (or a background fetch) is waited for",
+        low=0.001,
+    ),
+    Setting("CONNECTION_MAX_IDLE", 30.0, (int, float), "seconds an unused private connection stays open"),
+    Setting("CREATE_ON_FIRST_USE", True, (bool,), "False: a missing row raises SequenceNotFound"),
+    Setting("PREFETCH", True, (bool,), "fetch the next range in the background before this one runs out"),
+    Setting("PREFETCH_AT", 0.2, (int, float), "share of a range used (0.0-1.0) when the next one is fetched", high=1),
+    Setting("ADAPTIVE_STEP", True, (bool,), "size ranges to the demand, between the row's step and MAX_STEP"),
+    Setting("MAX_STEP", 1_000_000, (int,), "ceiling of the adaptive range size", low=1),
+    Setting("STEP_TARGET_SECONDS", 60.0, (int, float), "how long a range should last at the current pace", low=0.001),
+    Setting("METRICS", False, (bool,), "export sequence_stats() to Prometheus (the prometheus extra)"),
+    Setting(
+        "LOG_RETRIES_AT",
+        10,
+        (int, NoneType),
+        "log a range fetch that lost this many compare-and-sets; None: never",
+        low=1,
+    ),
+    Setting(
+        "LOG_USED_SHARE_AT",
+        0.8,
+        (int, float, NoneType),
+        "log a sequence passing this share (0.01-1.0) of its numbers; None: never",
+        low=0.01,
+        high=1,
+    ),
+    Setting(
+        "GIVE_BACK_UNUSED", True, (bool,), "a clean exit gives unused cached numbers back, if nobody allocated since"
+    ),
+    Setting(
+        "SNOWFLAKE_EPOCH_MS",
+        1_767_225_600_000,
+        (int,),
+        "Snowflake ids count time from here (Unix ms; 2026-01-01T00:00:00Z)",
+    ),
+    Setting(
+        "SNOWFLAKE_LEASE_SECONDS",
+        60.0,
+        (int, float),
+        "a worker id lease not renewed this long is free again",
+        low=1,
+    ),
+    Setting(
+        "SNOWFLAKE_CLOCK_TOLERANCE",
+        0.1,
+        (int, float),
+        "seconds a clock may be behind the last id and be waited out",
+        high=10,
+    ),
+    Setting(
+        "SNOWFLAKE_MAX_WORKERS",
+        None,
+        (int, NoneType),
+        "worker ids handed out, from 0; None: all the layout allows",
+        low=1,
+        high=1024,
+    ),
+)
+
+SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
+DEFAULTS: dict[str, Any] = {setting.name: setting.default for setting in SETTINGS}
 
 _cache: dict[str, Any] | None = None
 

@@ -98,7 +98,14 @@ def prefetch_allowed(alias: str) -> bool:
     return not shares_file(alias)
 
 
+def transaction_mode(alias: str) -> str | None:
+    """The alias's OPTIONS["transaction_mode"] (Django 5.1+), or None; read defensively, as settings are user input."""
+    options = settings.DATABASES[alias].get("OPTIONS")
+    mode = options.get("transaction_mode") if isinstance(options, dict) else None
+    return mode if isinstance(mode, str) else None
+
+
 def immediate_transactions(alias: str) -> bool:
     """Whether transactions on this SQLite alias take the write lock at BEGIN (transaction_mode IMMEDIATE/EXCLUSIVE)."""
-    mode = (settings.DATABASES[alias].get("OPTIONS") or {}).get("transaction_mode")
-    return isinstance(mode, str) and mode.upper() in ("IMMEDIATE", "EXCLUSIVE")
+    mode = transaction_mode(alias)
+    return mode is not None and mode.upper() in ("IMMEDIATE", "EXCLUSIVE")
