@@ -71,10 +71,13 @@ NOT_CORE = [
 
 DOCS_REQUIREMENTS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.6,<10"]
 # pytest and pytest-django for the plugin's types (both ship them), types-tqdm for the command's progress bar.
+# django-stubs is pinned to the release the code is known clean with; `lint` also runs mypy with the newest one.
+PINNED_STUBS = "django-stubs[compatible-mypy]==6.1.2"
 LINT_REQUIREMENTS = [
     "ruff>=0.15",
     "mypy>=1.18",
-    "django-stubs[compatible-mypy]>=5.2",
+    PINNED_STUBS,
+    "import-linter>=2.1",
     "dj-database-url>=2.1",
     "pytest>=8",
     "pytest-django>=4.8",
@@ -185,17 +188,36 @@ def package(session: nox.Session) -> None:
 
 @nox.session(python="3.13")
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format) and mypy --strict with django-stubs: runs all three, fails if any finds something."""
+    """ruff (lint and format), the import contracts, and mypy --strict with the pinned and the newest django-stubs.
+
+    Runs them all and fails if any finds something. The newest stubs live in a virtualenv of their own,
+    so a new release that finds something fails lint without touching the pinned run.
+    """
     session.install("-e", ".[prometheus]", *LINT_REQUIREMENTS, django_requirement(CELLS[0].django))
+    newest = Path(session.virtualenv.location).with_name("lint-newest-stubs")
+    newest_python = newest / "bin" / "python"
+    if not newest_python.exists():
+        session.run("python", "-m", "venv", str(newest), silent=True)
+    requirements = [r for r in LINT_REQUIREMENTS if r != PINNED_STUBS] + ["django-stubs[compatible-mypy]"]
+    session.run(
+        str(newest_python), "-m", "pip", "install", "-q", "--upgrade", "-e", ".[prometheus]", *requirements,
+        django_requirement(CELLS[0].django), external=True, silent=True,
+    )  # fmt: skip
+    stubs = subprocess.run(
+        [str(newest_python), "-m", "pip", "show", "django-stubs"], capture_output=True, text=True, check=True
+    ).stdout
+    version = next((line.split()[-1] for line in stubs.splitlines() if line.startswith("Version:")), "?")
     commands = {
-        "ruff check": ["ruff", "check", "."],
-        "ruff format": ["ruff", "format", "--check", "."],
-        "mypy": ["mypy", "--strict", "django_segment_seq"],
+        "ruff check": [str(Path(session.bin) / "ruff"), "check", "."],
+        "ruff format": [str(Path(session.bin) / "ruff"), "format", "--check", "."],
+        "import contracts": [str(Path(session.bin) / "lint-imports")],
+        "mypy (pinned stubs)": [str(Path(session.bin) / "mypy"), "--strict", "django_segment_seq"],
+        f"mypy (newest stubs, {version})": [str(newest_python), "-m", "mypy", "--strict", "django_segment_seq"],
     }
     failed = []
     for name, command in commands.items():
-        session.log(" ".join(command))
-        if subprocess.call([str(Path(session.bin) / command[0]), *command[1:]], cwd=ROOT) != 0:
+        session.log(f"{name}: {' '.join(Path(command[0]).name if i == 0 else part for i, part in enumerate(command))}")
+        if subprocess.call(command, cwd=ROOT) != 0:
             failed.append(name)
     if failed:
         session.error("findings from " + ", ".join(failed))

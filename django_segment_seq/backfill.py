@@ -129,7 +129,7 @@ class _RowsMoved:
 
 def _distinct_dates(model: type[models.Model], field: SequenceFieldBase, empty: Any) -> Iterable[SimpleNamespace]:
     """Each distinct combination of scope values and reset_on date of the empty rows: what picks their rows."""
-    from django_segment_seq.models import concrete_field
+    from django_segment_seq.db.columns import concrete_field
 
     names = [scope_field.attname for scope_field in scope_fields(model, field)]
     if isinstance(field, FormattedSequenceField) and field.reset_on is not None:
@@ -182,7 +182,7 @@ def _update_if_empty(
 ) -> int:
     """Set each row's value in one UPDATE per chunk, changing only rows whose value is still empty (someone else may
     have filled one meanwhile); returns the rows changed."""
-    from django_segment_seq.models import column_of
+    from django_segment_seq.db.columns import column_of
 
     quote = connection.ops.quote_name
     table, column = quote(model._meta.db_table), quote(column_of(model, field.name))

@@ -15,7 +15,7 @@ from django.db import router
 from django_segment_seq.conf import DEFAULTS, SETTING_NAME, SETTINGS, Setting
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.routing import sequence_database
-from django_segment_seq.models import Sequence
+from django_segment_seq.db.table import Sequence
 
 
 @checks.register()

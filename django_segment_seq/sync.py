@@ -94,8 +94,8 @@ def current_target(field: SequenceFieldBase) -> tuple[Target, datetime | None]:
 
 def scope_fields(model: type[models.Model], field: SequenceFieldBase) -> list[models.Field[Any, Any]]:
     """The model fields `field` is scoped by, in the order that names its rows."""
+    from django_segment_seq.db.columns import concrete_field
     from django_segment_seq.flow.scopes import scope_names
-    from django_segment_seq.models import concrete_field
 
     return [concrete_field(model, name) for name in scope_names(field.scope)]
 
@@ -297,8 +297,8 @@ def move_past(field: SequenceFieldBase, target: Target, highest: int, *, stored_
     ValueError when `highest` is above the row's maximum. The caller clears this process's cached ranges.
     """
     from django_segment_seq.db.routing import sequence_database
+    from django_segment_seq.db.table import Sequence
     from django_segment_seq.flow.derived import ensure_row
-    from django_segment_seq.models import Sequence
 
     scope, period = target
     name = row_name(field.sequence_name, scope, period)
@@ -355,7 +355,7 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     cannot be read back.
     """
     from django_segment_seq.db.routing import sequence_database
-    from django_segment_seq.models import Sequence
+    from django_segment_seq.db.table import Sequence
 
     field = unscoped_field(model, field_name)
     target, moment = current_target(field)

@@ -50,7 +50,7 @@ def reset_sequences(*names: str, using: str | None = None) -> None:
     rolled back with it, which is what a `setUp` wants. Per-period and per-scope rows of a named sequence are
     reset too.
     """
-    from django_segment_seq.models import Sequence
+    from django_segment_seq.db.table import Sequence
 
     clear_cache()
     rows = Sequence.objects.using(using or sequence_database())
@@ -112,7 +112,8 @@ class _Names:
     """The Sequence table and the columns the cleanup names, quoted the connection's way."""
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
-        from django_segment_seq.models import Sequence, column_of
+        from django_segment_seq.db.columns import column_of
+        from django_segment_seq.db.table import Sequence
 
         quote = connection.ops.quote_name
         self.table = quote(Sequence._meta.db_table)

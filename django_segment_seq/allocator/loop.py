@@ -386,7 +386,8 @@ def _create_row(
 
 def _new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
     """The row a sequence gets on first use (the model's defaults, DEFAULT_STEP), if CREATE_ON_FIRST_USE allows it."""
-    from django_segment_seq.models import Sequence, concrete_field
+    from django_segment_seq.db.columns import concrete_field
+    from django_segment_seq.db.table import Sequence
 
     if not settings["CREATE_ON_FIRST_USE"]:
         raise SequenceNotFound(name, alias)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import models
+
 # The Sequence table's value, limits and the fields' columns are BIGINT (bigint on PostgreSQL, BIGINT on MariaDB).
 BIGINT_MIN = -(2**63)
 BIGINT_MAX = 2**63 - 1
@@ -30,3 +32,19 @@ def deconstruct_fill_at_save(kwargs: dict[str, Any]) -> None:
         kwargs["blank"] = False
     if kwargs.get("default") is filled_at_save:
         del kwargs["default"]
+
+
+def concrete_field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    """The field `name` of `model` itself: get_field() also returns reverse relations, which have no column."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field):
+        raise TypeError(f"{model._meta.label}.{name} is a reverse relation, not a field of the model")
+    return field
+
+
+def column_of(model: type[models.Model], name: str) -> str:
+    """The column of `model`'s field `name`, for raw SQL."""
+    column = concrete_field(model, name).column
+    if column is None:
+        raise TypeError(f"{model._meta.label}.{name} has no column of its own")
+    return column

@@ -31,7 +31,7 @@ def sequence_database(using: str | None = None) -> str:
     if not router.routers:
         _fixed_alias = DEFAULT_DB_ALIAS
         return DEFAULT_DB_ALIAS
-    from django_segment_seq.models import Sequence
+    from django_segment_seq.db.table import Sequence
 
     return str(router.db_for_write(Sequence))
 

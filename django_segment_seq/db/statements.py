@@ -260,7 +260,8 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int,
 
 def _quoted_names(connection: BaseDatabaseWrapper) -> tuple[tuple[str, str], ...]:
     """The table and its columns quoted the connection's way, hashable for the per-vendor cache."""
-    from django_segment_seq.models import Sequence, column_of
+    from django_segment_seq.db.columns import column_of
+    from django_segment_seq.db.table import Sequence
 
     opts = Sequence._meta
     quote = connection.ops.quote_name

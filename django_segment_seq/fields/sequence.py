@@ -10,7 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from django_segment_seq.api import next_value
-from django_segment_seq.db.columns import filled_at_save
+from django_segment_seq.db.columns import concrete_field, filled_at_save
 from django_segment_seq.db.rownames import NAME_MAX_LENGTH, period_row_name
 from django_segment_seq.fields.checks import SequenceFieldChecks
 from django_segment_seq.fields.managers import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
@@ -19,7 +19,6 @@ from django_segment_seq.flow.derived import take
 from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.resets import ResetOption
 from django_segment_seq.flow.scopes import scope_key
-from django_segment_seq.models import concrete_field
 
 __all__ = ["FormattedSequenceField", "SequenceField", "filled_at_save"]
 

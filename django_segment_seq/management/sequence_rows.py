@@ -8,7 +8,7 @@ from typing import Any
 
 from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.db.rownames import scope_of
-from django_segment_seq.models import Sequence
+from django_segment_seq.db.table import Sequence
 from django_segment_seq.observe.usage import NO_LIMIT, has_limit, numbers_left
 
 

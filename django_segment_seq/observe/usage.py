@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext_lazy as _
 
 from django_segment_seq.db.columns import BIGINT_MAX
-from django_segment_seq.models import Sequence
+from django_segment_seq.db.table import Sequence
 
 # A row younger than this (from created to its last change) has no pace worth projecting:
 # the first range is taken milliseconds after the row is created.

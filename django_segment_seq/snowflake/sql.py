@@ -98,7 +98,7 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> LeaseStateme
 
 def statements(connection: BaseDatabaseWrapper) -> LeaseStatements:
     """The statements for this connection's vendor, with the WorkerLease table and columns quoted."""
-    from django_segment_seq.models import column_of
+    from django_segment_seq.db.columns import column_of
     from django_segment_seq.snowflake.models import WorkerLease
 
     meta = WorkerLease._meta

@@ -19,9 +19,9 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import session_bounds
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import shown as shown_scope
+from django_segment_seq.db.table import Sequence
 from django_segment_seq.flow.parsing import UnparseableFormat
 from django_segment_seq.management import sequence_rows
-from django_segment_seq.models import Sequence
 from django_segment_seq.snowflake import listing as lease_listing
 from django_segment_seq.snowflake.leases import lease_database, worker_leases
 from django_segment_seq.sync import sync_sequence
