@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from asgiref.sync import sync_to_async
 
+from django_segment_seq.allocator.connections import pool
 from django_segment_seq.cache.giveback import give_back
+from django_segment_seq.cache.prefetch import prefetcher
 from django_segment_seq.cache.range_cache import ranges
 from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.db.routing import fixed_alias, sequence_database
+from django_segment_seq.flow.derived import forget
 
 _slot_named = ranges.by_name.get
 
@@ -76,7 +79,6 @@ def sequence_stats() -> dict[tuple[str, str], SequenceStats]:
 
 def wait_for_prefetch(timeout: float | None = None) -> bool:
     """Wait until no background fetch is running; True if so within `timeout` seconds."""
-    from django_segment_seq.cache.prefetch import prefetcher
 
     return prefetcher.drain(timeout)
 
@@ -86,7 +88,6 @@ def close_connections() -> None:
 
     Call it before a worker process exits when its exit skips interpreter cleanup (os._exit).
     """
-    from django_segment_seq.allocator.connections import pool
 
     give_back()
     pool.close_all()
@@ -94,7 +95,6 @@ def close_connections() -> None:
 
 def clear_cache() -> None:
     """Drop this process's cached ranges; their unused numbers become gaps. Needed after deleting Sequence rows."""
-    from django_segment_seq.flow.derived import forget
 
     ranges.clear()
     forget()

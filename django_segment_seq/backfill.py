@@ -12,9 +12,12 @@ from typing import Any
 from django.db import connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from django_segment_seq.api import next_values
+from django_segment_seq.db.columns import column_of, concrete_field
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow.parsing import UnparseableFormat
+from django_segment_seq.flow.scopes import bulk_groups
 from django_segment_seq.sync import (
     SCAN_CHUNK,
     SyncResult,
@@ -129,7 +132,6 @@ class _RowsMoved:
 
 def _distinct_dates(model: type[models.Model], field: SequenceFieldBase, empty: Any) -> Iterable[SimpleNamespace]:
     """Each distinct combination of scope values and reset_on date of the empty rows: what picks their rows."""
-    from django_segment_seq.db.columns import concrete_field
 
     names = [scope_field.attname for scope_field in scope_fields(model, field)]
     if isinstance(field, FormattedSequenceField) and field.reset_on is not None:
@@ -154,9 +156,6 @@ def _fill_batch(
     field: SequenceFieldBase, model: type[models.Model], rows: list[models.Model], alias: str, in_bulk: bool
 ) -> int:
     if in_bulk:
-        from django_segment_seq.api import next_values
-        from django_segment_seq.flow.scopes import bulk_groups
-
         # Taken before the transaction opens, so on SQLite the block never waits for this batch's own write lock.
         for name, group in bulk_groups(field, rows):  # one row per scope; the sequence's own row otherwise
             for row, number in zip(group, next_values(name, len(group)), strict=True):
@@ -182,7 +181,6 @@ def _update_if_empty(
 ) -> int:
     """Set each row's value in one UPDATE per chunk, changing only rows whose value is still empty (someone else may
     have filled one meanwhile); returns the rows changed."""
-    from django_segment_seq.db.columns import column_of
 
     quote = connection.ops.quote_name
     table, column = quote(model._meta.db_table), quote(column_of(model, field.name))

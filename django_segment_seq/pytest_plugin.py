@@ -25,7 +25,7 @@ def _is_django_test_case(item: pytest.Item) -> bool:
     if cls is None:
         return False
     try:
-        from django.test import TransactionTestCase
+        from django.test import TransactionTestCase  # pytest loads plugins before Django is set up
     except ImportError:  # pragma: no cover - the plugin is installed with the app, so Django is there
         return False
     return issubclass(cls, TransactionTestCase)
@@ -34,7 +34,7 @@ def _is_django_test_case(item: pytest.Item) -> bool:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, None]:
     if _uses_database(item) and _django_ready():
-        from django_segment_seq.testing import begin_test
+        from django_segment_seq.testing import begin_test  # pytest loads plugins before Django is set up
 
         begin_test()
     yield
@@ -46,7 +46,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, None]:
     # setup of its first test: the test itself begins now, and only what is committed outside that
     # transaction from here on is its to clean up.
     if _is_django_test_case(item) and _django_ready():
-        from django_segment_seq.testing import begin_test
+        from django_segment_seq.testing import begin_test  # pytest loads plugins before Django is set up
 
         begin_test()
     yield
@@ -58,7 +58,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     # The test's fixtures are gone: its transaction is rolled back (or its tables flushed). After the
     # session's last test, _segment_seq_session has done this already, before the databases were dropped.
     if _uses_database(item) and _django_ready():
-        from django_segment_seq.testing import end_test
+        from django_segment_seq.testing import end_test  # pytest loads plugins before Django is set up
 
         blocker = _blocker(item)
         if blocker is None:
@@ -70,12 +70,12 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 def _blocker(item: pytest.Item) -> Any:
     try:
-        from pytest_django.plugin import blocking_manager_key
+        from pytest_django.plugin import blocking_manager_key  # pytest loads plugins before Django is set up
 
         return item.config.stash[blocking_manager_key]
     except (ImportError, KeyError):  # pragma: no cover - older pytest-django
         try:
-            from pytest_django import plugin
+            from pytest_django import plugin  # pytest loads plugins before Django is set up
         except ImportError:
             return None
         return getattr(plugin, "_blocking_manager", None)  # a module global before the stash key
@@ -83,7 +83,7 @@ def _blocker(item: pytest.Item) -> Any:
 
 def _django_ready() -> bool:
     try:
-        from django.apps import apps
+        from django.apps import apps  # pytest loads plugins before Django is set up
     except ImportError:  # pragma: no cover
         return False
     return apps.ready
@@ -100,8 +100,8 @@ def _segment_seq_test(request: pytest.FixtureRequest) -> None:
 def _segment_seq_session(django_db_setup: Any, django_db_blocker: Any) -> Iterator[None]:
     """Set up after pytest-django's test databases, so torn down before them: closes the private connections."""
     yield
-    from django_segment_seq.api import close_connections
-    from django_segment_seq.testing import end_test
+    from django_segment_seq.api import close_connections  # pytest loads plugins before Django is set up
+    from django_segment_seq.testing import end_test  # pytest loads plugins before Django is set up
 
     with django_db_blocker.unblock():
         end_test()
@@ -113,6 +113,6 @@ def segment_seq_reset(request: pytest.FixtureRequest) -> None:
     """Every sequence starts at its minimum in this test (rows reset inside the test's transaction, cache forgotten)."""
     if not _uses_database(request.node):
         request.getfixturevalue("db")
-    from django_segment_seq.testing import reset_sequences
+    from django_segment_seq.testing import reset_sequences  # pytest loads plugins before Django is set up
 
     reset_sequences()

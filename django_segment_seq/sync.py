@@ -12,12 +12,18 @@ from typing import TYPE_CHECKING, Any, cast
 from django.db import models, router
 from django.db.models import Max, Q
 
+from django_segment_seq.api import clear_cache
+from django_segment_seq.db.columns import concrete_field
+from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import row_name
+from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow import formats as formatting
-from django_segment_seq.flow.parsing import _DATE_DIRECTIVES, FormatParser
+from django_segment_seq.flow.derived import ensure_row
+from django_segment_seq.flow.parsing import DATE_DIRECTIVES, FormatParser
+from django_segment_seq.flow.scopes import scope_key, scope_names
 
 if TYPE_CHECKING:
     from django_segment_seq.flow.resets import Reset
@@ -62,7 +68,6 @@ def sequence_field(model: type[models.Model], field_name: str) -> SequenceFieldB
 
 def unscoped_field(model: type[models.Model], field_name: str) -> SequenceFieldBase:
     """sequence_field() for sync, which moves one row per column, not one per scope."""
-    from django_segment_seq.flow.scopes import scope_names
 
     field = sequence_field(model, field_name)
     names = scope_names(field.scope)
@@ -94,8 +99,6 @@ def current_target(field: SequenceFieldBase) -> tuple[Target, datetime | None]:
 
 def scope_fields(model: type[models.Model], field: SequenceFieldBase) -> list[models.Field[Any, Any]]:
     """The model fields `field` is scoped by, in the order that names its rows."""
-    from django_segment_seq.db.columns import concrete_field
-    from django_segment_seq.flow.scopes import scope_names
 
     return [concrete_field(model, name) for name in scope_names(field.scope)]
 
@@ -103,7 +106,6 @@ def scope_fields(model: type[models.Model], field: SequenceFieldBase) -> list[mo
 def row_target(field: SequenceFieldBase, instance: Any) -> tuple[Target, datetime | None]:
     """The scope and period whose row numbers `instance`, picked as the field's own numbering picks them, and the
     instant that picked the period (None without one). `instance` needs only the scope fields and reset_on."""
-    from django_segment_seq.flow.scopes import scope_key
 
     scope = scope_key(field, instance)
     if not isinstance(field, FormattedSequenceField):
@@ -171,7 +173,7 @@ def _day_pattern(spec: str) -> re.Pattern[str]:
     pattern = []
     for piece in re.split(r"(%.)", spec):
         if len(piece) == 2 and piece.startswith("%"):
-            shape = _DATE_DIRECTIVES[piece[1]]  # FormatParser has refused every other directive
+            shape = DATE_DIRECTIVES[piece[1]]  # FormatParser has refused every other directive
             pattern.append(shape if piece[1] in _TIME_DIRECTIVES or piece[1] == "%" else f"({shape})")
         else:
             pattern.append(re.escape(piece))
@@ -230,7 +232,6 @@ def highest_per_row(
     scope is read from its scope fields; a formatted text's period from the text (_StoredTexts).
     UnparseableFormat for formats that cannot be read back.
     """
-    from django_segment_seq.flow.scopes import scope_key
 
     alias = using or router.db_for_read(model)
     rows = model._base_manager.db_manager(alias).exclude(empty_values(field))
@@ -296,9 +297,6 @@ def move_past(field: SequenceFieldBase, target: Target, highest: int, *, stored_
 
     ValueError when `highest` is above the row's maximum. The caller clears this process's cached ranges.
     """
-    from django_segment_seq.db.routing import sequence_database
-    from django_segment_seq.db.table import Sequence
-    from django_segment_seq.flow.derived import ensure_row
 
     scope, period = target
     name = row_name(field.sequence_name, scope, period)
@@ -335,7 +333,6 @@ def sync_rows(
     then forgets this process's cached ranges. ValueError when a highest value is above its row's
     maximum (rows moved before it stay moved); UnparseableFormat for formats that cannot be read back.
     """
-    from django_segment_seq.api import clear_cache
 
     highest, unreadable = highest_per_row(model, field, targets, using=using)
     stored_in = f"{model._meta.label}.{field.name}"
@@ -354,8 +351,6 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     ValueError when the highest value is above the row's maximum; UnparseableFormat for formats that
     cannot be read back.
     """
-    from django_segment_seq.db.routing import sequence_database
-    from django_segment_seq.db.table import Sequence
 
     field = unscoped_field(model, field_name)
     target, moment = current_target(field)

@@ -24,8 +24,10 @@ from django_segment_seq.allocator.callers import Session, holds_row, session
 from django_segment_seq.allocator.connections import pool
 from django_segment_seq.api import clear_cache, close_connections
 from django_segment_seq.conf import app_settings
+from django_segment_seq.db.columns import column_of
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.statements import MYSQL_BOUND, PG_SET_LOCK_TIMEOUT, mysql_lock_wait, pg_lock_timeout
+from django_segment_seq.db.table import Sequence
 
 __all__ = [
     "DiscoverRunner",
@@ -50,7 +52,6 @@ def reset_sequences(*names: str, using: str | None = None) -> None:
     rolled back with it, which is what a `setUp` wants. Per-period and per-scope rows of a named sequence are
     reset too.
     """
-    from django_segment_seq.db.table import Sequence
 
     clear_cache()
     rows = Sequence.objects.using(using or sequence_database())
@@ -112,8 +113,6 @@ class _Names:
     """The Sequence table and the columns the cleanup names, quoted the connection's way."""
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
-        from django_segment_seq.db.columns import column_of
-        from django_segment_seq.db.table import Sequence
 
         quote = connection.ops.quote_name
         self.table = quote(Sequence._meta.db_table)

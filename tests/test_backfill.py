@@ -2,7 +2,7 @@
 
 import pytest
 
-from django_segment_seq import api
+from django_segment_seq import api, backfill
 from django_segment_seq.backfill import count_empty, fill_empty
 from tests.conftest import assert_unique
 from tests.testapp.models import ImportedOrder, Invoice
@@ -62,7 +62,7 @@ def test_rows_filled_by_others_meanwhile_are_left_alone(monkeypatch):
         ImportedOrder.objects.filter(pk=pks[2]).update(number=99999)  # a request fills this row meanwhile
         return taken(name, count, **kwargs)
 
-    monkeypatch.setattr(api, "next_values", next_values_while_the_site_writes)
+    monkeypatch.setattr(backfill, "next_values", next_values_while_the_site_writes)
     result = fill_empty(ImportedOrder, "number", sync=False)
     assert (result.filled, result.skipped) == (3, 1)
     assert numbers()[2] == 99999

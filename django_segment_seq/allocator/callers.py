@@ -32,6 +32,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
+from django_segment_seq.allocator.connections import pool
 from django_segment_seq.allocator.memory import Held, TransactionMemory
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db import sqlite
@@ -92,7 +93,7 @@ def session(connection: BaseDatabaseWrapper) -> Session:
         return Session.UNUSABLE  # Django refuses every query until the block ends
     vendor = connection.vendor
     if vendor == "postgresql":
-        from psycopg.pq import TransactionStatus
+        from psycopg.pq import TransactionStatus  # psycopg is installed only where PostgreSQL is used
 
         status = raw.info.transaction_status
         if raw.closed or status in (TransactionStatus.UNKNOWN, TransactionStatus.INERROR):
@@ -160,7 +161,7 @@ def committed(connection: BaseDatabaseWrapper) -> bool:
     if connection.vendor == "sqlite":
         return not raw.in_transaction
     if connection.vendor == "postgresql":
-        from psycopg.pq import TransactionStatus
+        from psycopg.pq import TransactionStatus  # psycopg is installed only where PostgreSQL is used
 
         return bool(raw.info.transaction_status == TransactionStatus.IDLE)
     return bool(raw.get_autocommit())  # mysqlclient reads the server's status flags
@@ -192,7 +193,6 @@ def _postgresql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
 
 def _mysql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
     """A row the caller sees that the committed table lacks is its own insert; a locked row, InnoDB says whose."""
-    from django_segment_seq.allocator.connections import pool
 
     sql = statements_for(connection)
     with connection.cursor() as cursor:

@@ -27,7 +27,9 @@ from django_segment_seq.allocator.callers import Session
 from django_segment_seq.allocator.connections import pool
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
+from django_segment_seq.db.columns import concrete_field
 from django_segment_seq.db.statements import Statements, statements_for
+from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import (
     SequenceContention,
     SequenceMisconfigured,
@@ -386,8 +388,6 @@ def _create_row(
 
 def _new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
     """The row a sequence gets on first use (the model's defaults, DEFAULT_STEP), if CREATE_ON_FIRST_USE allows it."""
-    from django_segment_seq.db.columns import concrete_field
-    from django_segment_seq.db.table import Sequence
 
     if not settings["CREATE_ON_FIRST_USE"]:
         raise SequenceNotFound(name, alias)

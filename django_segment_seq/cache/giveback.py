@@ -24,6 +24,10 @@ from django.utils import timezone
 from django_segment_seq.allocator import callers
 from django_segment_seq.allocator.blocks import Unused
 from django_segment_seq.allocator.callers import Session
+from django_segment_seq.allocator.connections import pool
+from django_segment_seq.cache.prefetch import prefetcher
+from django_segment_seq.cache.range_cache import ranges
+from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import write_transaction
 from django_segment_seq.db.statements import SQLITE_BUSY_TIMEOUT, sqlite_set_busy_timeout, statements_for
 
@@ -39,9 +43,6 @@ def give_back(*, exiting: bool = False) -> int:
     Background fetches are waited for first (at exit they are stopped for good), so a block in flight
     goes back too. Afterwards this process fetches new blocks: nothing given back is handed out by it.
     """
-    from django_segment_seq.cache.prefetch import prefetcher
-    from django_segment_seq.cache.range_cache import ranges
-    from django_segment_seq.conf import app_settings
 
     try:
         if not ranges._slots or not app_settings()["GIVE_BACK_UNUSED"]:
@@ -70,7 +71,6 @@ def _give_back_on(alias: str, named: list[tuple[str, Unused]], wait: float, dead
 
     The first database error ends them (the rest stay gaps); a broken own connection hands over to a private one.
     """
-    from django_segment_seq.allocator.connections import pool
 
     try:
         caller = connections[alias]

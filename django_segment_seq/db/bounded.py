@@ -16,6 +16,7 @@ from typing import Any
 from django.db import DatabaseError, InterfaceError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from django_segment_seq.conf import app_settings
 from django_segment_seq.db.statements import (
     COMMIT,
     PG_SET_LOCK_TIMEOUT,
@@ -104,7 +105,6 @@ def _callers_lock_timeout(cursor: Any, needed: bool) -> Iterator[None]:
     if not needed or cursor.db.vendor != "postgresql":
         yield
         return
-    from django_segment_seq.conf import app_settings
 
     cursor.execute(PG_SWAP_SESSION_LOCK_TIMEOUT, [pg_lock_timeout(app_settings()["LOCK_TIMEOUT"])])
     restore = cursor.fetchone()[0]
@@ -122,7 +122,6 @@ def session_bounds(connection: BaseDatabaseWrapper) -> Iterator[None]:
     For the app's own work on a connection nobody else uses at that moment (a management command);
     SQLite waits with the connection's own timeout.
     """
-    from django_segment_seq.conf import app_settings
 
     vendor = connection.vendor
     if vendor not in SESSION_LOCK_TIMEOUT:

@@ -9,6 +9,7 @@ from django.db import DEFAULT_DB_ALIAS, router
 from django.dispatch import receiver
 
 from django_segment_seq.conf import SETTING_NAME, app_settings
+from django_segment_seq.db.table import Sequence
 
 # The alias when no call can change it (set in SEGMENT_SEQ, or no routers): saves the hot path a router call.
 _fixed_alias: str | None = None
@@ -31,7 +32,6 @@ def sequence_database(using: str | None = None) -> str:
     if not router.routers:
         _fixed_alias = DEFAULT_DB_ALIAS
         return DEFAULT_DB_ALIAS
-    from django_segment_seq.db.table import Sequence
 
     return str(router.db_for_write(Sequence))
 

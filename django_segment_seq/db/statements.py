@@ -11,6 +11,8 @@ from typing import NamedTuple
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_segment_seq.conf import app_settings
+from django_segment_seq.db.columns import column_of
+from django_segment_seq.db.table import Sequence
 
 _COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}"
 
@@ -260,8 +262,6 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int,
 
 def _quoted_names(connection: BaseDatabaseWrapper) -> tuple[tuple[str, str], ...]:
     """The table and its columns quoted the connection's way, hashable for the per-vendor cache."""
-    from django_segment_seq.db.columns import column_of
-    from django_segment_seq.db.table import Sequence
 
     opts = Sequence._meta
     quote = connection.ops.quote_name

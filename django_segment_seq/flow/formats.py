@@ -28,7 +28,7 @@ FormatCallable = Callable[[int, Any, datetime], str]
 Format = str | FormatCallable
 
 # Python's format-spec mini-language, for the parts that decide a zero-padded width.
-_SPEC = re.compile(
+SPEC = re.compile(
     r"^(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?(?P<z>z)?(?P<alt>#)?(?P<zero>0)?(?P<width>\d+)?"
     r"(?P<grouping>[,_])?(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%])?$"
 )
@@ -64,7 +64,7 @@ def instant_of(value: Any) -> datetime:
 
 def width_cap(spec: str) -> int | None:
     """The largest number a zero-padded spec ("04d") renders without growing wider; None when it is not zero-padded."""
-    match = _SPEC.match(spec)
+    match = SPEC.match(spec)
     if match is None or not match["width"]:
         return None
     zero_padded = match["zero"] or (match["fill"] == "0" and match["align"] in ("=", ">"))

@@ -6,10 +6,10 @@ import re
 import string
 from datetime import datetime
 
-from django_segment_seq.flow.formats import _SPEC, FlowFormat
+from django_segment_seq.flow.formats import SPEC, FlowFormat
 
 # strftime directives whose output has a known shape; a format using any other one cannot be read back.
-_DATE_DIRECTIVES: dict[str, str] = {
+DATE_DIRECTIVES: dict[str, str] = {
     "Y": r"\d{4}",
     "G": r"\d{4}",
     "y": r"\d{2}",
@@ -101,17 +101,17 @@ class FormatParser:
         out = []
         for piece in pieces:
             if piece.startswith("%") and len(piece) == 2:
-                if piece[1] not in _DATE_DIRECTIVES:
+                if piece[1] not in DATE_DIRECTIVES:
                     raise UnparseableFormat(
                         f"the format {self.source!r} uses {piece} in {{date}}, whose text cannot be read back"
                     )
-                out.append(_DATE_DIRECTIVES[piece[1]])
+                out.append(DATE_DIRECTIVES[piece[1]])
             else:
                 out.append(re.escape(piece))
         return "".join(out)
 
     def _value_pattern(self, spec: str) -> str:
-        match = _SPEC.match(spec)
+        match = SPEC.match(spec)
         kind = match["type"] if match else "?"
         if match is None or kind not in _INT_TYPES:
             raise UnparseableFormat(f"the format {self.source!r} writes {{value:{spec}}}, which cannot be read back")

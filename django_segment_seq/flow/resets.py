@@ -6,6 +6,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, cast
 
+from django.db.migrations.serializer import serializer_factory
+
 from django_segment_seq.db.rownames import DERIVED_MARK, KEY_MAX_LENGTH
 
 # Named resets and the word messages use for one of their periods.
@@ -118,7 +120,6 @@ class Reset:
         """Why migrations could not refer to a callable reset (a lambda, a nested function), or None."""
         if not self.is_callable:
             return None
-        from django.db.migrations.serializer import serializer_factory
 
         try:
             serializer_factory(self.reset).serialize()

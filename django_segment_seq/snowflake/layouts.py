@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
+from django_segment_seq.conf import app_settings
+
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -86,7 +88,6 @@ def instant_of_ms(milliseconds: int) -> datetime | None:
 
 def epoch_ms() -> int:
     """The configured epoch, Unix milliseconds: ids count time from here."""
-    from django_segment_seq.conf import app_settings
 
     return int(app_settings()["SNOWFLAKE_EPOCH_MS"])
 

@@ -21,6 +21,7 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.snowflake.exceptions import WorkerIdsExhausted
 from django_segment_seq.snowflake.layouts import Layout
 from django_segment_seq.snowflake.layouts import instant_of_ms as _instant
+from django_segment_seq.snowflake.models import WorkerLease
 from django_segment_seq.snowflake.sql import statements
 
 # Rounds of read-then-take lost to other processes before the layout counts as exhausted.
@@ -74,7 +75,6 @@ class LiveLease:
 
 def lease_database() -> str:
     """The alias holding the WorkerLease table: SEGMENT_SEQ['DATABASE'], else where the routers write it."""
-    from django_segment_seq.snowflake.models import WorkerLease
 
     return app_settings()["DATABASE"] or router.db_for_write(WorkerLease)
 

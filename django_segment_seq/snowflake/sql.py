@@ -11,6 +11,9 @@ from typing import NamedTuple
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from django_segment_seq.db.columns import column_of
+from django_segment_seq.snowflake.models import WorkerLease
+
 # The database's clock as Unix milliseconds.
 NOW_MS = {
     "postgresql": "CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000 AS BIGINT)",
@@ -98,8 +101,6 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...]) -> LeaseStateme
 
 def statements(connection: BaseDatabaseWrapper) -> LeaseStatements:
     """The statements for this connection's vendor, with the WorkerLease table and columns quoted."""
-    from django_segment_seq.db.columns import column_of
-    from django_segment_seq.snowflake.models import WorkerLease
 
     meta = WorkerLease._meta
     quote = connection.ops.quote_name
