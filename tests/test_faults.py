@@ -273,14 +273,14 @@ def test_step_one_with_eight_processes_starves_none(stress_workers):
 def test_exhausted_retries_are_a_clear_error_and_take_nothing(monkeypatch):
     """A rival moves the row between every read and compare-and-set."""
     Sequence.objects.create(name="c", step=1)
-    read_row = allocator._read_row
+    read_row = allocator.read_row
 
     def read_then_lose(cursor, select_row: str, name: str):
         row = read_row(cursor, select_row, name)
         Sequence.objects.filter(name=name).update(value=F("value") + 1)
         return row
 
-    monkeypatch.setattr(allocator, "_read_row", read_then_lose)
+    monkeypatch.setattr(allocator, "read_row", read_then_lose)
     with pytest.raises(SequenceContention, match=r"Sequence 'c': gave up after 6 conflicting compare-and-set attempts"):
         next_value("c")
     assert Sequence.objects.get(name="c").value == 6  # the rival's six moves, none of ours

@@ -236,7 +236,7 @@ def test_a_fetch_that_lost_many_compare_and_sets_is_logged(monkeypatch, caplog, 
     """A rival moves the row between our read and our compare-and-set, `rival_moves` times."""
     Sequence.objects.create(name="hot", step=5)
     moves = iter(range(rival_moves))
-    read_row = allocator._read_row
+    read_row = allocator.read_row
 
     def read_then_lose(cursor, select_row: str, name: str):
         row = read_row(cursor, select_row, name)
@@ -244,7 +244,7 @@ def test_a_fetch_that_lost_many_compare_and_sets_is_logged(monkeypatch, caplog, 
             Sequence.objects.filter(name=name).update(value=F("value") + 1)
         return row
 
-    monkeypatch.setattr(allocator, "_read_row", read_then_lose)
+    monkeypatch.setattr(allocator, "read_row", read_then_lose)
     with override_settings(SEGMENT_SEQ={**BASE, "LOG_RETRIES_AT": 3}), caplog.at_level(logging.WARNING):
         assert next_value("hot") == rival_moves + 1
     assert sequence_stats()[("default", "hot")].retries == rival_moves

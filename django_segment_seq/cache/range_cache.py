@@ -88,12 +88,12 @@ class _Slot:
 
     def record(self, allocation: Allocation) -> None:
         self.stats.ranges_fetched += 1
-        self.stats.retries += allocation.conflicts
+        self.stats.retries += allocation.retries
         self.stats.failures += allocation.failures
         self.stats.busy += allocation.busy
         self.stats.round_trips += allocation.round_trips
         self.stats.row_step = allocation.step
-        self.contended = allocation.conflicts > 0
+        self.contended = allocation.retries > 0
 
     def fetched(self, allocation: Allocation, *, background: bool = False) -> None:
         """Tell the listeners that a block was taken and its figures recorded here."""

@@ -8,7 +8,7 @@ from typing import TypeVar
 from django.db import connections, transaction
 
 from django_segment_seq.allocator import callers
-from django_segment_seq.allocator.loop import ensure_derived_row
+from django_segment_seq.allocator.rows import ensure_derived_row
 from django_segment_seq.cache.range_cache import ranges
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import require_valid_name, row_name, shown

@@ -38,16 +38,16 @@ def log_fetch(event: Fetch) -> None:
         return
     settings = app_settings()
     retries_at = settings["LOG_RETRIES_AT"]
-    if retries_at is not None and allocation.conflicts >= retries_at:
+    if retries_at is not None and allocation.retries >= retries_at:
         logger.warning(
             "Sequence %r on database %r: one range fetch lost %d compare-and-sets to other processes "
             "(%s['LOG_RETRIES_AT'] is %d). Larger ranges (the row's step, ADAPTIVE_STEP) mean fewer fetches.",
             event.name,
             event.alias,
-            allocation.conflicts,
+            allocation.retries,
             SETTING_NAME,
             retries_at,
-            extra={"sequence": event.name, "database": event.alias, "retries": allocation.conflicts},
+            extra={"sequence": event.name, "database": event.alias, "retries": allocation.retries},
         )
     share_at = settings["LOG_USED_SHARE_AT"]
     row = allocation.row

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 from django.db import DatabaseError, connections, models
 from tqdm import tqdm
 
-from django_segment_seq.allocator.loop import is_lock_timeout
+from django_segment_seq.allocator.attempts import is_lock_timeout
 from django_segment_seq.api import sequence_stats
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
 from django_segment_seq.conf import app_settings

@@ -1,0 +1,238 @@
+"""Sequence rows made on first use: a sequence's own row, and the rows derived from it per period and scope,
+created where the caller's transaction allows, as allocations are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import DatabaseError, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils import timezone
+
+from django_segment_seq.allocator import callers
+from django_segment_seq.allocator.attempts import (
+    TRANSIENT_ERRORS,
+    RowBusy,
+    RowMissing,
+    attempt_on,
+    backoff,
+    is_lock_timeout,
+    use_caller_next,
+)
+from django_segment_seq.allocator.blocks import Row
+from django_segment_seq.allocator.callers import Session
+from django_segment_seq.conf import app_settings
+from django_segment_seq.db.bounded import in_savepoint, write_transaction
+from django_segment_seq.db.columns import concrete_field
+from django_segment_seq.db.statements import statements_for
+from django_segment_seq.db.table import Sequence
+from django_segment_seq.exceptions import SequenceMisconfigured, SequenceNotFound, SequenceUnavailable
+
+
+def read_row(cursor: Any, select_row: str, name: str) -> Row | None:
+    """The row as `select_row` sees it, or None if it does not exist."""
+    cursor.execute(select_row, [name])
+    found = cursor.fetchone()
+    if found is None:
+        return None
+    value, step, min_value, max_value, cycle, version = found
+    return Row(int(value), int(step), int(min_value), int(max_value), bool(cycle), int(version))
+
+
+def create_row(
+    connection: BaseDatabaseWrapper,
+    cursor: Any,
+    insert: str,
+    alias: str,
+    name: str,
+    settings: dict[str, Any],
+    *,
+    template: Row | None = None,
+    base_name: str | None = None,
+    period: str | None = None,
+) -> None:
+    """INSERT the row if missing: from `template`, else as a new sequence gets it on first use."""
+    row = template or new_row(alias, name, settings)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    cursor.execute(
+        insert, [name, row.value, row.step, row.min_value, row.max_value, row.cycle, now, now, base_name, period]
+    )
+
+
+def new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
+    """The row a sequence gets on first use (the model's defaults, DEFAULT_STEP), if CREATE_ON_FIRST_USE allows it."""
+
+    if not settings["CREATE_ON_FIRST_USE"]:
+        raise SequenceNotFound(name, alias)
+    min_value = concrete_field(Sequence, "min_value").default
+    max_value = concrete_field(Sequence, "max_value").default
+    return Row(min_value - 1, settings["DEFAULT_STEP"], min_value, max_value, False, 0)
+
+
+def create_derived_row(
+    connection: BaseDatabaseWrapper,
+    alias: str,
+    name: str,
+    *,
+    base_name: str | None = None,
+    period: str | None = None,
+    cap: int | None = None,
+    create_base: bool = True,
+    on_caller: bool = False,
+) -> None:
+    """Create row `name` if missing, from `base_name`'s step and limits (per CREATE_ON_FIRST_USE) or the defaults.
+
+    Its max_value is lowered to `cap`. Creation is INSERT-if-missing, so many processes may race here
+    and all but one quietly find the row there. An existing row is left as it is. Without
+    `create_base`, a missing base row is RowMissing: it may be the caller's uncommitted one.
+    """
+    settings = app_settings()
+    sql = statements_for(connection, settings["LOCK_TIMEOUT"])
+    try:
+        with connection.cursor() as cursor, write_transaction(cursor, sql, callers=on_caller):
+            _insert_derived_row(
+                connection,
+                cursor,
+                alias,
+                name,
+                settings,
+                base_name=base_name,
+                period=period,
+                cap=cap,
+                create_base=create_base,
+            )
+    except DatabaseError as exc:
+        if is_lock_timeout(exc, sqlite_too=True):
+            raise RowBusy(str(exc)) from exc
+        raise
+
+
+def _insert_derived_row(
+    connection: BaseDatabaseWrapper,
+    cursor: Any,
+    alias: str,
+    name: str,
+    settings: dict[str, Any],
+    *,
+    base_name: str | None,
+    period: str | None,
+    cap: int | None,
+    create_base: bool = True,
+) -> None:
+    """Insert row `name` from its base row's step and limits (the base created first if allowed), capped."""
+    sql = statements_for(connection, settings["LOCK_TIMEOUT"])
+    if read_row(cursor, sql.select_row, name) is not None:
+        return
+    template: Row | None
+    if base_name is None:
+        template = new_row(alias, name, settings)
+    else:
+        template = read_row(cursor, sql.select_row, base_name)
+        if template is None:
+            if not create_base:
+                raise RowMissing
+            create_row(connection, cursor, sql.insert_if_missing, alias, base_name, settings)
+            template = read_row(cursor, sql.select_row, base_name)
+            if template is None:  # pragma: no cover - the insert above either created it or found it
+                raise SequenceNotFound(base_name, alias)
+    max_value = template.max_value if cap is None else min(template.max_value, cap)
+    if max_value < template.min_value:
+        raise SequenceMisconfigured(
+            name, f"its format holds numbers up to {cap}, below the sequence's min_value {template.min_value}"
+        )
+    step = min(template.step, max_value - template.min_value + 1)
+    row = Row(template.min_value - 1, step, template.min_value, max_value, template.cycle, 0)
+    create_row(
+        connection,
+        cursor,
+        sql.insert_if_missing,
+        alias,
+        name,
+        settings,
+        template=row,
+        base_name=base_name,
+        period=period,
+    )
+
+
+def ensure_derived_row(
+    alias: str,
+    name: str,
+    *,
+    base_name: str | None = None,
+    period: str | None = None,
+    cap: int | None = None,
+) -> bool:
+    """Make sure row `name` exists; True once it is known to be committed.
+
+    It is created where callers.session() says an allocation runs: on the caller's idle connection or
+    a private one. When the caller's transaction holds the base row (or the row, or SQLite's write
+    lock), another connection would wait for it: the row is then created inside that transaction,
+    and False is returned, since it is gone again if that transaction rolls back.
+    """
+    settings = app_settings()
+    caller = connections[alias]
+    state = callers.session(caller)
+    rows = [name] if base_name is None else [base_name, name]
+    if state is Session.IN_TRANSACTION and any(callers.known_to_hold(caller, row) for row in rows):
+        _create_inside(caller, alias, name, settings, base_name=base_name, period=period, cap=cap)
+        return False
+    ask_caller = state is Session.IN_TRANSACTION
+    use_caller = state is Session.IDLE
+    failures = 0
+    while True:
+        try:
+            with attempt_on(alias, caller if use_caller else None) as connection:
+                create_derived_row(
+                    connection,
+                    alias,
+                    name,
+                    base_name=base_name,
+                    period=period,
+                    cap=cap,
+                    create_base=not ask_caller,
+                    on_caller=use_caller,
+                )
+            return True
+        except (RowMissing, RowBusy) as exc:
+            # A base row the committed table lacks, or a row held: the caller's own, or another's
+            # (a table lock held elsewhere makes the question fail at once: no).
+            if ask_caller and any(callers.holds_row(caller, row) for row in rows):
+                _create_inside(caller, alias, name, settings, base_name=base_name, period=period, cap=cap)
+                return False
+            if isinstance(exc, RowBusy):
+                raise SequenceUnavailable(name, alias, 1, exc) from exc
+            ask_caller = False
+        except TRANSIENT_ERRORS as exc:
+            failures += 1
+            if failures > settings["CONNECTION_RETRIES"]:
+                raise SequenceUnavailable(name, alias, failures, exc) from exc
+            use_caller = use_caller_next(caller, use_caller)
+            backoff(failures, settings["MAX_BACKOFF"])
+
+
+def _create_inside(
+    caller: BaseDatabaseWrapper,
+    alias: str,
+    name: str,
+    settings: dict[str, Any],
+    *,
+    base_name: str | None,
+    period: str | None,
+    cap: int | None,
+) -> None:
+    """Create the row inside the caller's transaction, which holds what another connection would wait for."""
+    sql = statements_for(caller, settings["LOCK_TIMEOUT"])
+    try:
+        with in_savepoint(caller, settings["LOCK_TIMEOUT"]) as cursor:
+            if sql.take_write_lock is not None:
+                # Write before reading, so the caller's transaction waits for the lock instead of deadlocking on it.
+                cursor.execute(sql.take_write_lock, [name])
+            _insert_derived_row(caller, cursor, alias, name, settings, base_name=base_name, period=period, cap=cap)
+    except DatabaseError as exc:
+        if is_lock_timeout(exc, sqlite_too=True):
+            raise SequenceUnavailable(name, alias, 1, RowBusy(str(exc))) from exc
+        raise
+    except TRANSIENT_ERRORS as exc:
+        raise SequenceUnavailable(name, alias, 1, exc) from exc
+    callers.remember(caller, name)
