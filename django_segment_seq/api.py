@@ -34,9 +34,7 @@ def next_value(sequence_name: str, *, using: str | None = None) -> int:
     alias = using or fixed or sequence_database()
     number = ranges.take(alias, sequence_name)
     if not using and alias == fixed_alias():
-        slot = ranges._slots.get((alias, sequence_name))
-        if slot is not None:
-            ranges.by_name[sequence_name] = slot
+        ranges.index_by_name(alias, sequence_name)
     return number
 
 
@@ -83,13 +81,20 @@ def wait_for_prefetch(timeout: float | None = None) -> bool:
     return prefetcher.drain(timeout)
 
 
+def give_back_unused() -> None:
+    """Give this process's unused cached numbers back to their rows where no other process allocated since.
+
+    With GIVE_BACK_UNUSED on (the default) this runs at a clean exit, and in close_connections().
+    """
+    give_back()
+
+
 def close_connections() -> None:
-    """Give unused cached numbers back (see GIVE_BACK_UNUSED), then close the private connections; reopened on demand.
+    """Before a process ends: give_back_unused(), then close the private connections (reopened on demand).
 
     Call it before a worker process exits when its exit skips interpreter cleanup (os._exit).
     """
-
-    give_back()
+    give_back_unused()
     pool.close_all()
 
 

@@ -94,11 +94,6 @@ class ConnectionPool:
             raise
         self._give_back(alias, connection)
 
-    def open_count(self) -> int:
-        """Private connections of this process open now, idle or lent out."""
-        with self._lock:
-            return len(self._borrowed) + sum(len(idle) for idle in self._idle.values())
-
     def close_stale(self) -> None:
         """Close the connections idle for longer than CONNECTION_MAX_IDLE."""
         limit = time.monotonic() - app_settings()["CONNECTION_MAX_IDLE"]

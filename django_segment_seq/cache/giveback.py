@@ -45,7 +45,7 @@ def give_back(*, exiting: bool = False) -> int:
     """
 
     try:
-        if not ranges._slots or not app_settings()["GIVE_BACK_UNUSED"]:
+        if ranges.is_empty() or not app_settings()["GIVE_BACK_UNUSED"]:
             return 0
         deadline = time.monotonic() + EXIT_BUDGET
         wait = app_settings()["LOCK_TIMEOUT"]

@@ -169,6 +169,16 @@ class RangeCache:
         finally:
             slot.lock.release()
 
+    def index_by_name(self, alias: str, name: str) -> None:
+        """Let next_value() find the sequence's slot by name alone: for the one alias it uses without being told."""
+        slot = self._slots.get((alias, name))
+        if slot is not None:
+            self.by_name[name] = slot
+
+    def is_empty(self) -> bool:
+        """Whether this process has taken no range since it started or last cleared the cache."""
+        return not self._slots
+
     def stats(self) -> dict[tuple[str, str], SequenceStats]:
         """A copy of every sequence's figures in this process, keyed by (alias, name)."""
         return {(event.alias, event.name): event.stats for event in self.current()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from typing import Any
 
 from django.db import DatabaseError, InterfaceError
@@ -20,7 +20,6 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.db.statements import (
     COMMIT,
     PG_SET_LOCK_TIMEOUT,
-    PG_SET_SESSION_LOCK_TIMEOUT,
     PG_SWAP_LOCK_TIMEOUT,
     PG_SWAP_SESSION_LOCK_TIMEOUT,
     RELEASE_SAVEPOINT,
@@ -85,7 +84,9 @@ def write_transaction(cursor: Any, sql: Statements, *, callers: bool = False) ->
     is the project's setting: it is set for these statements and put back after them (a private
     connection has the bound for its whole session; MariaDB's statements carry theirs).
     """
-    with _callers_lock_timeout(cursor, callers):
+    # MariaDB's statements carry their bound, SQLite has no lock timeout: only PostgreSQL's session needs one.
+    bounds = bounded_session(cursor) if callers and cursor.db.vendor == "postgresql" else nullcontext()
+    with bounds:
         if sql.begin_write is None:
             yield
             return
@@ -100,41 +101,33 @@ def write_transaction(cursor: Any, sql: Statements, *, callers: bool = False) ->
 
 
 @contextmanager
-def _callers_lock_timeout(cursor: Any, needed: bool) -> Iterator[None]:
-    """PostgreSQL: LOCK_TIMEOUT for the session while the app's statements run, the caller's own value after."""
-    if not needed or cursor.db.vendor != "postgresql":
+def bounded_session(cursor: Any) -> Iterator[None]:
+    """LOCK_TIMEOUT for every lock wait of the cursor's session while the block runs, the session's own values after.
+
+    PostgreSQL swaps in one round trip; MariaDB reads its two timeouts, then sets both. SQLite waits
+    with the connection's own timeout.
+    """
+    vendor = cursor.db.vendor
+    if vendor not in SESSION_LOCK_TIMEOUT:
         yield
         return
-
-    cursor.execute(PG_SWAP_SESSION_LOCK_TIMEOUT, [pg_lock_timeout(app_settings()["LOCK_TIMEOUT"])])
-    restore = cursor.fetchone()[0]
+    params = session_lock_timeout_params(vendor, app_settings()["LOCK_TIMEOUT"])
+    if vendor == "postgresql":
+        cursor.execute(PG_SWAP_SESSION_LOCK_TIMEOUT, params)
+        restore = [cursor.fetchone()[0]]
+    else:
+        cursor.execute(SESSION_LOCK_WAITS[vendor])
+        restore = list(cursor.fetchone())
+        cursor.execute(SESSION_LOCK_TIMEOUT[vendor], params)
     try:
         yield
     finally:
         with suppress(DatabaseError, InterfaceError):  # a dead session keeps no setting
-            cursor.execute(PG_SET_SESSION_LOCK_TIMEOUT, [restore])
+            cursor.execute(SESSION_LOCK_TIMEOUT[vendor], restore)
 
 
 @contextmanager
 def session_bounds(connection: BaseDatabaseWrapper) -> Iterator[None]:
-    """LOCK_TIMEOUT for every lock wait of `connection`'s session while the block runs, its own values after.
-
-    For the app's own work on a connection nobody else uses at that moment (a management command);
-    SQLite waits with the connection's own timeout.
-    """
-
-    vendor = connection.vendor
-    if vendor not in SESSION_LOCK_TIMEOUT:
+    """bounded_session() for the app's own work on a connection nobody else uses meanwhile (a management command)."""
+    with connection.cursor() as cursor, bounded_session(cursor):
         yield
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(SESSION_LOCK_WAITS[vendor])
-        restore = list(cursor.fetchone())
-        cursor.execute(
-            SESSION_LOCK_TIMEOUT[vendor], session_lock_timeout_params(vendor, app_settings()["LOCK_TIMEOUT"])
-        )
-    try:
-        yield
-    finally:
-        with suppress(DatabaseError, InterfaceError), connection.cursor() as cursor:  # a dead session keeps nothing
-            cursor.execute(SESSION_LOCK_TIMEOUT[vendor], restore)

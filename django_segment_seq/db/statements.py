@@ -112,7 +112,6 @@ SESSION_LOCK_WAITS = {
 PG_SWAP_LOCK_TIMEOUT = "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)"
 PG_SET_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %s, true)"
 PG_SWAP_SESSION_LOCK_TIMEOUT = "SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, false)"
-PG_SET_SESSION_LOCK_TIMEOUT = "SELECT set_config('lock_timeout', %s, false)"
 
 # Savepoints the app sets in a caller's transaction (atomic() or a raw BEGIN alike), so an error of
 # its statements never breaks that transaction.
