@@ -14,6 +14,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_segment_seq.api import next_values
 from django_segment_seq.db.columns import column_of, concrete_field
+from django_segment_seq.db.statements import fill_if_empty
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow.parsing import UnparseableFormat
@@ -182,10 +183,9 @@ def _update_if_empty(
     """Set each row's value in one UPDATE per chunk, changing only rows whose value is still empty (someone else may
     have filled one meanwhile); returns the rows changed."""
 
-    quote = connection.ops.quote_name
-    table, column = quote(model._meta.db_table), quote(column_of(model, field.name))
-    pk = quote(column_of(model, model._meta.pk.name))
-    empty = f"{column} IS NULL" + (f" OR {column} = ''" if isinstance(field, FormattedSequenceField) else "")
+    table, column = model._meta.db_table, column_of(model, field.name)
+    pk = column_of(model, model._meta.pk.name)
+    text = isinstance(field, FormattedSequenceField)
     # Three parameters a row; SQLite caps the parameters of one statement.
     limit = connection.features.max_query_params
     chunk = len(values) if limit is None else max(1, limit // 3)
@@ -193,10 +193,8 @@ def _update_if_empty(
     with connection.cursor() as cursor:
         for start in range(0, len(values), chunk):
             part = values[start : start + chunk]
-            cases = " ".join(["WHEN %s THEN %s"] * len(part))
-            keys = ", ".join(["%s"] * len(part))
             cursor.execute(
-                f"UPDATE {table} SET {column} = CASE {pk} {cases} END WHERE {pk} IN ({keys}) AND ({empty})",
+                fill_if_empty(connection, table, column, pk, len(part), text),
                 [param for pair in part for param in pair] + [key for key, _value in part],
             )
             changed += max(cursor.rowcount, 0)

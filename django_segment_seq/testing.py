@@ -23,10 +23,9 @@ from django.utils import timezone
 from django_segment_seq.allocator.callers import Session, holds_row, session
 from django_segment_seq.allocator.connections import pool
 from django_segment_seq.api import clear_cache, close_connections
-from django_segment_seq.conf import app_settings
-from django_segment_seq.db.columns import column_of
+from django_segment_seq.db.cleanup import CleanupStatements
 from django_segment_seq.db.routing import sequence_database
-from django_segment_seq.db.statements import MYSQL_BOUND, PG_SET_LOCK_TIMEOUT, mysql_lock_wait, pg_lock_timeout
+from django_segment_seq.db.statements import BEGIN, COMMIT, ROLLBACK
 from django_segment_seq.db.table import Sequence
 
 __all__ = [
@@ -109,52 +108,20 @@ def clean_after_test(
     return durable
 
 
-class _Names:
-    """The Sequence table and the columns the cleanup names, quoted the connection's way."""
-
-    def __init__(self, connection: BaseDatabaseWrapper) -> None:
-
-        quote = connection.ops.quote_name
-        self.table = quote(Sequence._meta.db_table)
-        self.id, self.name, self.created, self.modified, self.value, self.min_value, self.version = (
-            quote(column_of(Sequence, field))
-            for field in ("id", "name", "created", "modified", "value", "min_value", "version")
-        )
-
-    def reset(self, where: str | None = None) -> str:
-        """An UPDATE that makes the rows (those matching `where`) hand out their min_value next."""
-        value, min_value, version = self.value, self.min_value, self.version
-        return (
-            f"UPDATE {self.table} SET {value} = {min_value} - 1, {version} = {version} + 1 "
-            f"WHERE {value} <> {min_value} - 1" + (f" AND {where}" if where else "")
-        )
-
-
-def _lock_wait() -> float:
-    return float(app_settings()["LOCK_TIMEOUT"])
-
-
-def _bounded(connection: BaseDatabaseWrapper, sql: str) -> str:
-    """`sql` waiting at most LOCK_TIMEOUT for a row or table lock on MariaDB (elsewhere see _bound_transaction)."""
-    if connection.vendor == "mysql":
-        return MYSQL_BOUND.format(lock_wait=mysql_lock_wait(_lock_wait())) + sql
-    return sql
-
-
-def _bound_transaction(cursor: Any, connection: BaseDatabaseWrapper) -> None:
-    """PostgreSQL: no lock is waited for longer than LOCK_TIMEOUT until the current transaction ends."""
-    if connection.vendor == "postgresql":
-        cursor.execute(PG_SET_LOCK_TIMEOUT, [pg_lock_timeout(_lock_wait())])
+def _bound_transaction(cursor: Any, sql: CleanupStatements) -> None:
+    bound = sql.bound_transaction()
+    if bound is not None:
+        cursor.execute(*bound)
 
 
 def _clean_all(caller: BaseDatabaseWrapper, since: datetime.datetime) -> None:
     """Outside any transaction: drop the rows created since `since`, reset every other row."""
-    names = _Names(caller)
+    sql = CleanupStatements(caller)
     when = caller.ops.adapt_datetimefield_value(since)
     with transaction.atomic(using=caller.alias), caller.cursor() as cursor:
-        _bound_transaction(cursor, caller)
-        cursor.execute(_bounded(caller, f"DELETE FROM {names.table} WHERE {names.created} >= %s"), [when])
-        cursor.execute(_bounded(caller, names.reset()))
+        _bound_transaction(cursor, sql)
+        cursor.execute(sql.delete_created_since(), [when])
+        cursor.execute(sql.reset())
 
 
 def _clean_moved_inside(caller: BaseDatabaseWrapper, began: datetime.datetime) -> None:
@@ -163,11 +130,11 @@ def _clean_moved_inside(caller: BaseDatabaseWrapper, began: datetime.datetime) -
     The test's own writes are rolled back already, and the rows the transaction wrote before the test
     (setUpTestData's) are older: what is left of that age was committed by private connections.
     """
-    names = _Names(caller)
+    sql = CleanupStatements(caller)
     when = caller.ops.adapt_datetimefield_value(began)
     with caller.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {names.table} WHERE {names.created} >= %s", [when])
-        cursor.execute(names.reset(f"{names.modified} >= %s"), [when])
+        cursor.execute(sql.delete_created_since(), [when])
+        cursor.execute(sql.reset_modified_since(), [when])
 
 
 def _clean_moved_outside(private: BaseDatabaseWrapper, caller: BaseDatabaseWrapper, began: datetime.datetime) -> None:
@@ -177,40 +144,32 @@ def _clean_moved_outside(private: BaseDatabaseWrapper, caller: BaseDatabaseWrapp
     SKIP LOCKED, then asked of the caller), never waited for. A row another transaction holds is
     waited for, at most LOCK_TIMEOUT.
     """
-    names = _Names(private)
+    sql = CleanupStatements(private)
     when = private.ops.adapt_datetimefield_value(began)
-    moved = f"({names.created} >= %s OR {names.modified} >= %s)"
     with private.cursor() as cursor:
-        cursor.execute("BEGIN")
+        cursor.execute(BEGIN)
         try:
-            _bound_transaction(cursor, private)
-            cursor.execute(f"SELECT {names.id}, {names.name} FROM {names.table} WHERE {moved}", [when, when])
+            _bound_transaction(cursor, sql)
+            cursor.execute(sql.select_moved(), [when, when])
             found = dict(cursor.fetchall())
             taken: set[Any] = set()
             if found:
-                cursor.execute(
-                    f"SELECT {names.id} FROM {names.table} WHERE {moved} FOR UPDATE SKIP LOCKED", [when, when]
-                )
+                cursor.execute(sql.lock_moved_unless_locked(), [when, when])
                 taken = {row[0] for row in cursor.fetchall()}
             for pk, name in found.items():
                 if pk in taken or holds_row(caller, name):
                     continue
-                cursor.execute(
-                    _bounded(private, f"SELECT {names.id} FROM {names.table} WHERE {names.id} = %s FOR UPDATE"), [pk]
-                )
+                cursor.execute(sql.lock_row(), [pk])
                 if cursor.fetchone() is not None:
                     taken.add(pk)
             if taken:
-                ids = ", ".join(["%s"] * len(taken))
-                cursor.execute(
-                    f"DELETE FROM {names.table} WHERE {names.id} IN ({ids}) AND {names.created} >= %s", [*taken, when]
-                )
-                cursor.execute(names.reset(f"{names.id} IN ({ids})"), [*taken])
+                cursor.execute(sql.delete_created_among(len(taken)), [*taken, when])
+                cursor.execute(sql.reset_among(len(taken)), [*taken])
         except BaseException:
             with suppress(DatabaseError):  # a broken connection: the pool drops it
-                cursor.execute("ROLLBACK")
+                cursor.execute(ROLLBACK)
             raise
-        cursor.execute("COMMIT")
+        cursor.execute(COMMIT)
 
 
 class SequenceTestCaseMixin:

@@ -1,2 +1,2 @@
-"""The SQL underneath: every statement per database vendor, bounded lock waits on a shared connection,
-SQLite's single writer and the choice of database."""
+"""The SQL underneath and the table: every statement the sequences send (statements.py, cleanup.py), bounded lock
+waits on a shared connection, SQLite's single writer, the choice of database, and the Sequence table itself."""

@@ -1,4 +1,7 @@
-"""Every SQL statement the app sends, per database vendor, in one place.
+"""Every SQL statement of allocations, give-backs, row creation and backfills, per database vendor, in one place.
+
+The other statements live beside them in db/: cleanup.py (between a project's tests); and Snowflake's
+worker leases keep a table of their own in snowflake/sql.py.
 
 Placeholders in braces are quoted table and column names, filled in once per connection vendor.
 """
@@ -66,6 +69,7 @@ COMPARE_AND_SET_LOCKED = _CAS_SET + "WHERE " + _CAS_WHERE
 # for it; reading first would hold a shared lock that a committing writer waits for (a deadlock SQLite
 # breaks by failing one side at once).
 BEGIN_WRITE = {"sqlite": "BEGIN IMMEDIATE"}
+BEGIN = "BEGIN"
 COMMIT = "COMMIT"
 ROLLBACK = "ROLLBACK"
 
@@ -257,6 +261,17 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int,
         lock_nowait=PG_LOCK_NOWAIT.format(**names) if vendor == "postgresql" else None,
         probe_wait=MYSQL_PROBE_WAIT.format(**names) if vendor == "mysql" else None,
     )
+
+
+def fill_if_empty(connection: BaseDatabaseWrapper, table: str, column: str, pk: str, rows: int, text: bool) -> str:
+    """One UPDATE that sets `rows` rows' column by primary key (parameters: pk, value per row, then the pks),
+    changing only rows whose value is still empty (NULL, or '' for a text column): someone may have filled one."""
+    quote = connection.ops.quote_name
+    table, column, pk = quote(table), quote(column), quote(pk)
+    empty = f"{column} IS NULL" + (f" OR {column} = ''" if text else "")
+    cases = " ".join(["WHEN %s THEN %s"] * rows)
+    keys = ", ".join(["%s"] * rows)
+    return f"UPDATE {table} SET {column} = CASE {pk} {cases} END WHERE {pk} IN ({keys}) AND ({empty})"
 
 
 def _quoted_names(connection: BaseDatabaseWrapper) -> tuple[tuple[str, str], ...]:
