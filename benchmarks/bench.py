@@ -11,7 +11,6 @@ next to the sequence table.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import itertools
 import json
 import math
@@ -20,15 +19,16 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import scratch_database, setup_django, start_together, version  # noqa: E402 - after the path that makes it importable
 
 SIZES = {
     # name: (full run, smoke run)
@@ -46,108 +46,6 @@ SIZES = {
 
 def size(name: str, smoke: bool) -> int:
     return SIZES[name][1 if smoke else 0]
-
-
-def database_settings(db: str, name: str | None) -> dict[str, Any]:
-    """Where each backend lives; the same servers the test suite uses."""
-    scratch = f"bench_segment_seq_{os.getpid()}"
-    if db == "sqlite":
-        path = name or os.path.join(tempfile.gettempdir(), scratch + ".sqlite3")
-        return {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": path,
-            "OPTIONS": {"timeout": 30},
-            "TEST": {"NAME": path},
-        }
-    if db == "mariadb":
-        return _server(
-            db,
-            {
-                "ENGINE": "django.db.backends.mysql",
-                "HOST": os.environ.get("SEGMENT_SEQ_BENCH_MARIADB_HOST", "127.0.0.1"),
-                "PORT": 3306,
-                "USER": "root",
-                "NAME": name or "test",
-                "OPTIONS": {"charset": "utf8mb4"},
-                "TEST": {"NAME": scratch, "CHARSET": "utf8mb4"},
-            },
-        )
-    if db == "postgres":
-        return _server(
-            db,
-            {
-                "ENGINE": "django.db.backends.postgresql",
-                "HOST": os.environ.get("SEGMENT_SEQ_BENCH_POSTGRES_HOST", "127.0.0.1"),
-                "PORT": 5432,
-                "USER": "postgres",
-                "NAME": name or "test",
-                "TEST": {"NAME": scratch},
-            },
-        )
-    raise SystemExit(f"--db must be sqlite, mariadb or postgres, not {db!r}")
-
-
-def _server(db: str, found: dict[str, Any]) -> dict[str, Any]:
-    """The server named by SEGMENT_SEQ_TEST_<DB>_URL, the variable the test suite reads, when it is set."""
-    url = os.environ.get(f"SEGMENT_SEQ_TEST_{db.upper()}_URL")
-    if url:
-        import dj_database_url
-
-        parsed = dj_database_url.parse(url)
-        for key in ("HOST", "PORT", "USER", "PASSWORD"):
-            if parsed.get(key):
-                found[key] = parsed[key]
-    return found
-
-
-def start_together(procs: list[subprocess.Popen[str]], kind: str) -> list[dict[str, Any]]:
-    """Wait until every worker says "ready", release them all at once, and return each one's last JSON line."""
-    for proc in procs:
-        if proc.stdout.readline().strip() != "ready":  # type: ignore[union-attr]
-            raise RuntimeError(f"{kind} worker did not start (exit {proc.wait(60)})")
-    for proc in procs:
-        proc.stdin.write("go\n")  # type: ignore[union-attr]
-        proc.stdin.flush()  # type: ignore[union-attr]
-    results = []
-    for proc in procs:
-        out, _ = proc.communicate(timeout=1800)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{kind} worker failed (exit {proc.returncode})")
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    return results
-
-
-@contextlib.contextmanager
-def scratch_database(db: str) -> Iterator[Any]:
-    """Django set up on `db` with a throw-away database, dropped afterwards with every connection the run opened."""
-    setup_django(db, None)
-    from django.db import connection
-
-    from django_segment_seq import close_connections, wait_for_prefetch
-
-    old_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
-        yield connection
-    finally:
-        wait_for_prefetch(30)
-        close_connections()
-        connection.close()
-        connection.creation.destroy_test_db(old_name, verbosity=0)
-
-
-def setup_django(db: str, name: str | None, segment_seq: dict[str, Any] | None = None) -> None:
-    import django
-    from django.conf import settings
-
-    settings.configure(
-        DATABASES={"default": database_settings(db, name)},
-        INSTALLED_APPS=["django_segment_seq", "sequences", "benchmarks.benchapp.apps.BenchAppConfig"],
-        USE_TZ=True,
-        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
-        SEGMENT_SEQ=segment_seq or {},
-    )
-    django.setup()
 
 
 # --- worker processes ------------------------------------------------------------------------
@@ -584,7 +482,7 @@ def main() -> None:
         return
     with scratch_database(args.db) as connection:
         started = time.time()
-        results: dict[str, Any] = {"db": args.db, "vendor_version": _version(connection), "smoke": args.smoke,
+        results: dict[str, Any] = {"db": args.db, "vendor_version": version(connection), "smoke": args.smoke,
                                    "cpus": os.cpu_count()}  # fmt: skip
         parts = {
             "inprocess": lambda: bench_inprocess(args.smoke),
@@ -634,12 +532,6 @@ def _snowflake() -> Any:
     from benchmarks import snowflake
 
     return snowflake
-
-
-def _version(connection: Any) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT sqlite_version()" if connection.vendor == "sqlite" else "SELECT version()")
-        return str(cursor.fetchone()[0]).split(" on ")[0][:40]
 
 
 if __name__ == "__main__":

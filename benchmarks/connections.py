@@ -66,7 +66,7 @@ def size(name: str, smoke: bool) -> Any:
 
 def worker(args: argparse.Namespace) -> None:
     """One worker process: set up Django on the benchmark database, then run the steady or start script."""
-    from benchmarks.bench import setup_django
+    from benchmarks.common import setup_django
 
     setup_django(args.db, args.dbname, json.loads(args.segment_seq))
     if args.worker == "steady":
@@ -507,7 +507,7 @@ def run(db: str, dbname: str, *, smoke: bool = False, keep: Path | None = None) 
     """
     from django.db import connection
 
-    from benchmarks.bench import _version
+    from benchmarks.common import version
     from django_segment_seq import close_connections, wait_for_prefetch
     from django_segment_seq.conf import DEFAULTS
 
@@ -517,7 +517,7 @@ def run(db: str, dbname: str, *, smoke: bool = False, keep: Path | None = None) 
     started = time.time()
     results: dict[str, Any] = {
         "db": db,
-        "vendor_version": _version(connection),
+        "vendor_version": version(connection),
         "smoke": smoke,
         "cpus": os.cpu_count(),
         "commit": _commit(),
@@ -694,7 +694,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         worker(args)
         return
-    from benchmarks.bench import scratch_database
+    from benchmarks.common import scratch_database
 
     with scratch_database(args.db) as connection:
         results = run(args.db, str(connection.settings_dict["NAME"]), smoke=args.smoke, keep=args.keep_numbers)

@@ -25,7 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench import _version, scratch_database, setup_django, start_together  # noqa: E402 - after the path that makes it importable
+from benchmarks.common import scratch_database, setup_django, start_together, version  # noqa: E402 - after the path that makes it importable
 
 SIZES = {
     # name: (full run, smoke run)
@@ -300,7 +300,7 @@ def run(db: str, smoke: bool) -> dict[str, Any]:
 
     try:
         started = time.time()
-        results: dict[str, Any] = {"db": db, "vendor_version": _version(connection), "smoke": smoke,
+        results: dict[str, Any] = {"db": db, "vendor_version": version(connection), "smoke": smoke,
                                    "cpus": os.cpu_count(), "uuid": UUID_KIND,
                                    "load_average_at_start": os.getloadavg()[0]}  # fmt: skip
         Sequence.objects.get_or_create(name=COMPARED_SEQUENCE, defaults={"step": 1000})
