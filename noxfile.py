@@ -1,7 +1,7 @@
 """The version matrix, the docs build, the package check and the linters, each in a virtualenv of its own.
 
 `./dev test` runs the sessions in order and sums the cells' counts; `nox -l` lists them. The matrix is
-defined once, in CELLS: the README's support table and tests/run_backends.py read it from here.
+defined once, in CELLS: the README's support table and tests/support/run_backends.py read it from here.
 """
 
 from __future__ import annotations
@@ -49,24 +49,9 @@ CELLS = [
     Cell(django="5.2", python="3.11", suite="core", coverage=True),
 ]
 
-# Left out of the core suite: the slow files that start many processes, kill them or restart servers,
+# Left out of the core suite: the folder of tests that start many processes, kill them or restart servers,
 # and elsewhere every test that starts worker processes through a fixture (the "processes" mark).
-NOT_CORE = [
-    "tests/test_stress.py",
-    "tests/test_faults.py",
-    "tests/test_server_restart.py",
-    "tests/test_benchmark.py",
-    "tests/test_benchmark_connections.py",
-    "tests/test_concurrency.py",
-    "tests/test_scope_concurrency.py",
-    "tests/test_isolation.py",
-    "tests/test_admin_browser.py",
-    "tests/test_user_project.py",
-    "tests/test_testing.py",
-    "tests/test_caller_row_locks.py",
-    "tests/test_bounded_waits.py",
-    "tests/test_give_back.py",
-]
+NOT_CORE = "tests/processes"
 
 
 DOCS_REQUIREMENTS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.6,<10"]
@@ -110,14 +95,14 @@ def tests(session: nox.Session, cell: Cell) -> None:
         return
     args = list(session.posargs)
     if cell.suite == "core":
-        args = [f"--ignore={path}" for path in NOT_CORE] + ["-m", "not processes"] + args
+        args = [f"--ignore={NOT_CORE}", "-m", "not processes", *args]
     env = {"SEGMENT_SEQ_CELL": cell.id}
     data = os.environ.get("SEGMENT_SEQ_COVERAGE_DATA")
     if cell.coverage and data:
         env["COVERAGE_FILE"] = str(Path(data) / ".coverage")
-        session.run("python", "tests/run_backends.py", "--coverage", *args, env=env)
+        session.run("python", "tests/support/run_backends.py", "--coverage", *args, env=env)
     else:
-        session.run("python", "tests/run_backends.py", *args, env=env)
+        session.run("python", "tests/support/run_backends.py", *args, env=env)
 
 
 def report_coverage(session: nox.Session) -> None:

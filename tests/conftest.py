@@ -18,7 +18,8 @@ from django_segment_seq.allocator.connections import pool
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Users' projects run in their own subprocesses (tests/test_user_project.py, tests/test_testing.py), not in this suite.
+# Users' projects run in their own subprocesses (tests/processes/test_user_project.py and test_testing.py),
+# not in this suite.
 collect_ignore = ["userproject", "userproject_testing"]
 
 
@@ -88,7 +89,7 @@ def run_workers(transactional_db, tmp_path) -> Callable[..., list[list[int]]]:
         outs = [tmp_path / f"worker{i}.txt" for i in range(len(jobs))]
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "tests.workers", mode, name, str(count), str(out)],
+                [sys.executable, "-m", "tests.support.workers", mode, name, str(count), str(out)],
                 cwd=ROOT,
                 env=worker_env(**env),
                 stderr=subprocess.PIPE,
@@ -208,7 +209,7 @@ def clock(monkeypatch) -> Clock:
 @pytest.fixture
 def user_project(tmp_path):
     """tests/userproject on a database of the backend under test, created for this test and dropped after it."""
-    from tests.user_project import UserProject, throwaway_database
+    from tests.support.user_project import UserProject, throwaway_database
 
     with throwaway_database(settings.BACKEND, tmp_path) as db_name:
         yield UserProject(settings.BACKEND, db_name)

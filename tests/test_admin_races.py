@@ -47,7 +47,7 @@ def test_max_value_is_not_lowered_below_a_value_reached_while_the_admin_saves(ad
 
     def save_model_while_another_process_allocates(self, request, obj, form, change):
         mover = subprocess.Popen(
-            [sys.executable, "-m", "tests.scenarios", "take-many", "s", "500"],
+            [sys.executable, "-m", "tests.support.scenarios", "take-many", "s", "500"],
             cwd=ROOT,
             env=worker_env(),
             stdout=subprocess.PIPE,

@@ -4,7 +4,7 @@ import pytest
 
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
-from tests.scenarios import run_scenario
+from tests.support.scenarios import run_scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

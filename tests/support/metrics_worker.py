@@ -1,6 +1,6 @@
 """A worker process for the metrics tests: takes numbers with the Prometheus export on, then writes them and figures.
 
-Run as `python -m tests.metrics_worker NAME COUNT OUT`, with PROMETHEUS_MULTIPROC_DIR, SEGMENT_SEQ_TEST_SETTINGS
+Run as `python -m tests.support.metrics_worker NAME COUNT OUT`, with PROMETHEUS_MULTIPROC_DIR, SEGMENT_SEQ_TEST_SETTINGS
 ('{"METRICS": true}') and the test database in the environment. Its last range's numbers reach the
 exported counters at exit, as a gunicorn worker's do.
 """

@@ -22,8 +22,8 @@ from django.conf import settings
 
 from django_segment_seq import next_value
 from django_segment_seq.models import Sequence
-from tests.bound_scenarios import Scenario, TableLockHolder, is_named_error
 from tests.conftest import assert_unique
+from tests.support.bound_scenarios import Scenario, TableLockHolder, is_named_error
 from tests.testapp.models import Company, CompanyOrder, DailyOrder
 
 pytestmark = [
@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.skipif(
         settings.BACKEND == "sqlite",
         reason="SQLite has no table locks apart from its one write lock, which the connection's busy timeout "
-        "bounds (tests/test_bounded_waits.py, tests/test_sqlite_*)",
+        "bounds (tests/processes/test_bounded_waits.py, tests/test_sqlite_*)",
     ),
 ]
 

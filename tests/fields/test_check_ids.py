@@ -4,7 +4,7 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "django_segment_seq"
+PACKAGE = Path(__file__).resolve().parents[2] / "django_segment_seq"
 
 
 def check_ids() -> dict[str, list[str]]:

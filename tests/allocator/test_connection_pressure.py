@@ -24,8 +24,8 @@ from django.db import connection
 
 from django_segment_seq import next_value
 from django_segment_seq.models import Sequence
-from tests.bound_scenarios import Scenario
 from tests.conftest import assert_unique
+from tests.support.bound_scenarios import Scenario
 from tests.testapp.models import Company, CompanyOrder, DailyOrder
 
 pytestmark = [

@@ -8,7 +8,7 @@ from django.test import override_settings
 from django_segment_seq import next_value, wait_for_prefetch
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
-from tests.scenarios import run_scenario
+from tests.support.scenarios import run_scenario
 from tests.testapp.models import Order
 
 pytestmark = [

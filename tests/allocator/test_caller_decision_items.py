@@ -21,8 +21,8 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.models import Sequence
 from django_segment_seq.testing import reset_sequences
 from tests.conftest import ROOT, assert_unique, worker_env
+from tests.support.workers import SCOPE_FACTOR
 from tests.testapp.models import Company, CompanyOrder
-from tests.workers import SCOPE_FACTOR
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,7 +67,7 @@ def test_writing_another_row_holds_nothing_of_this_one(tmp_path, write):
     outs = [tmp_path / f"worker{i}.txt" for i in range(3)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.workers", "value", "x", "400", str(out)],
+            [sys.executable, "-m", "tests.support.workers", "value", "x", "400", str(out)],
             cwd=ROOT,
             env=worker_env(),
             stderr=subprocess.PIPE,

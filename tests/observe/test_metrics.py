@@ -32,7 +32,7 @@ from django_segment_seq.observe.logs import log_fetch
 from tests.conftest import ROOT, assert_unique, worker_env
 
 ON_SQLITE = settings.BACKEND == "sqlite"
-# Background fetches need the Sequence table in a SQLite file of its own (see tests/test_prefetch.py).
+# Background fetches need the Sequence table in a SQLite file of its own (see tests/cache/test_prefetch.py).
 ALIAS = "sequences" if ON_SQLITE else "default"
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", ALIAS])
 
@@ -185,7 +185,7 @@ def test_multiprocess_mode_adds_up_the_workers(tmp_path):
     outs = [tmp_path / f"worker{i}.json" for i in range(2)]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.metrics_worker", "mp", "50", str(out)],
+            [sys.executable, "-m", "tests.support.metrics_worker", "mp", "50", str(out)],
             cwd=ROOT,
             env=env,
             stderr=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """Worker processes for the Snowflake tests: each takes a lease and ids one way and reports on stdout and a file.
 
-Run as `python -m tests.snowflake_workers MODE OUT LAYOUT COUNT`; SEGMENT_SEQ_TEST_SNOWFLAKE holds JSON
+Run as `python -m tests.support.snowflake_workers MODE OUT LAYOUT COUNT`; SEGMENT_SEQ_TEST_SNOWFLAKE holds JSON
 settings merged into SEGMENT_SEQ. Lines on stdout: "ready <worker id>", "done", or "error <class> <message>".
 """
 

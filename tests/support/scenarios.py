@@ -1,6 +1,6 @@
 """Worker processes for scenarios that can hang or need settings of their own; each prints one JSON line.
 
-Run as `python -m tests.scenarios NAME [ARGS...]` with the environment from tests.conftest.worker_env.
+Run as `python -m tests.support.scenarios NAME [ARGS...]` with the environment from tests.conftest.worker_env.
 Tests start them through run_scenario(), whose timeout turns a hang into a test failure.
 """
 
@@ -31,7 +31,7 @@ def run_scenario(name: str, *args: object, timeout: float = 60, **env: str) -> A
 
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "tests.scenarios", name, *map(str, args)],
+            [sys.executable, "-m", "tests.support.scenarios", name, *map(str, args)],
             cwd=ROOT,
             env=worker_env(**env),
             capture_output=True,
@@ -50,7 +50,7 @@ def start_holder(*args: object) -> subprocess.Popen[str]:
     from tests.conftest import ROOT
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.scenarios", *map(str, args)],
+        [sys.executable, "-m", "tests.support.scenarios", *map(str, args)],
         cwd=ROOT,
         env=dict(os.environ) if "SEGMENT_SEQ_TEST_DB_NAME" in os.environ else _parent_env(),
         stdout=subprocess.PIPE,

@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 
 from tests.conftest import ROOT, StressWorkers, assert_unique
-from tests.servers import SERVERS, PrivateServer
+from tests.support.servers import SERVERS, PrivateServer
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

@@ -72,7 +72,7 @@ def fetch_in_new_process(name: str, tmp_path: Any) -> int:
     """One number from a process that starts with an empty cache, so it takes a range with the row's current step."""
     out = tmp_path / "fetched.txt"
     done = subprocess.run(
-        [sys.executable, "-m", "tests.workers", "value", name, "1", str(out)],
+        [sys.executable, "-m", "tests.support.workers", "value", name, "1", str(out)],
         cwd=ROOT,
         # Without the give-back at its exit, the row keeps the end of the range it took: the step it used.
         env=worker_env(SEGMENT_SEQ_TEST_SETTINGS='{"GIVE_BACK_UNUSED": false}'),

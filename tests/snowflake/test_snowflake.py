@@ -51,13 +51,13 @@ def snowflake_settings(**options: object):
 
 
 class Worker:
-    """A tests.snowflake_workers process, read line by line with a timeout."""
+    """A tests.support.snowflake_workers process, read line by line with a timeout."""
 
     def __init__(self, tmp_path: Path, mode: str, layout: str = "classic", count: int = 1, **options: object) -> None:
         self.out = tmp_path / f"{mode}-{time.monotonic_ns()}.txt"
         env = worker_env(SEGMENT_SEQ_TEST_SNOWFLAKE=json.dumps(options))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.snowflake_workers", mode, str(self.out), layout, str(count)],
+            [sys.executable, "-m", "tests.support.snowflake_workers", mode, str(self.out), layout, str(count)],
             cwd=ROOT,
             env=env,
             stdin=subprocess.PIPE,

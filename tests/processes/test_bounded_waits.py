@@ -12,7 +12,7 @@ from django_segment_seq import SequenceError, next_value, wait_for_prefetch
 from django_segment_seq.cache import range_cache as cache
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
-from tests.scenarios import run_scenario
+from tests.support.scenarios import run_scenario
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,8 +4,8 @@ import pytest
 
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
+from tests.support.workers import SCOPE_FACTOR
 from tests.testapp.models import Company, CompanyOrder, CompanyReceipt
-from tests.workers import SCOPE_FACTOR
 
 WORKERS = 4
 

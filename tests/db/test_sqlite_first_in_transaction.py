@@ -7,7 +7,7 @@ from django.db import connection, transaction
 from django_segment_seq import next_value
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
-from tests.scenarios import run_scenario, start_holder
+from tests.support.scenarios import run_scenario, start_holder
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

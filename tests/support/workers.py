@@ -1,6 +1,6 @@
 """A worker process for the concurrency tests: takes numbers one way and writes every one it got to a file.
 
-Run as `python -m tests.workers MODE NAME COUNT OUT`, with the environment naming the test database.
+Run as `python -m tests.support.workers MODE NAME COUNT OUT`, with the environment naming the test database.
 """
 
 import itertools

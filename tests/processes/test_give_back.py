@@ -23,7 +23,7 @@ from django.test import override_settings
 from django_segment_seq import close_connections, next_value, wait_for_prefetch
 from django_segment_seq.models import Sequence
 from tests.conftest import ROOT, assert_unique, worker_env
-from tests.scenarios import run_scenario, start_holder
+from tests.support.scenarios import run_scenario, start_holder
 
 ON_SQLITE = settings.BACKEND == "sqlite"
 # Prefetch needs, on SQLite, the Sequence table in a file of its own (see test_prefetch.py).
@@ -51,7 +51,7 @@ class Worker:
 
     def __init__(self, name: str, **env: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.scenarios", "interactive", name],
+            [sys.executable, "-m", "tests.support.scenarios", "interactive", name],
             cwd=ROOT,
             env=worker_env(**env),
             stdin=subprocess.PIPE,

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
-from tests.scenarios import run_scenario
+from tests.support.scenarios import run_scenario
 from tests.testapp.models import CountedInvoice, Order
 
 pytestmark = [

@@ -1,6 +1,6 @@
 """Processes for the bound tests: table locks, a caller whose session was killed, a server that refuses connections.
 
-Run as `python -m tests.bound_scenarios NAME [ARGS...]` with the environment from tests.conftest.worker_env.
+Run as `python -m tests.support.bound_scenarios NAME [ARGS...]` with the environment from tests.conftest.worker_env.
 Each scenario prints JSON lines on stdout and, where the test has to act between two of its steps (take a
 table lock, kill a session), reads one order a line from stdin. Tests drive them through Scenario, whose
 every wait has a timeout, so a process that hangs fails the test instead of hanging it.
@@ -78,7 +78,7 @@ class Scenario:
 
         self.label = f"{name} {' '.join(map(str, args))}"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.bound_scenarios", name, *map(str, args)],
+            [sys.executable, "-m", "tests.support.bound_scenarios", name, *map(str, args)],
             cwd=ROOT,
             env=worker_env(**env),
             stdin=subprocess.PIPE,

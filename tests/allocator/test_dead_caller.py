@@ -21,9 +21,9 @@ from django.conf import settings
 
 from django_segment_seq import next_value
 from django_segment_seq.models import Sequence
-from tests.bound_scenarios import Scenario
 from tests.conftest import assert_unique
-from tests.scenarios import start_holder
+from tests.support.bound_scenarios import Scenario
+from tests.support.scenarios import start_holder
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -1,0 +1,1 @@
+"""Tests of cache/: the cached ranges, prefetch and adaptive sizing."""

@@ -1,0 +1,1 @@
+"""Tests of db/ and the Sequence table: routing, SQLite's single writer, the model's writes."""

@@ -1,0 +1,1 @@
+"""Tests of fields/: the field classes, their checks, forms and bulk numbering."""

@@ -1,0 +1,1 @@
+"""Tests of flow/: formats, parsing, resets, scopes and gapless numbers."""

@@ -1,0 +1,1 @@
+"""Tests of observe/: logs, metrics and usage figures."""

@@ -1,0 +1,1 @@
+"""Tests of snowflake/: ids, layouts, worker leases and their listing."""
