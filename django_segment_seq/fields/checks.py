@@ -58,6 +58,15 @@ class SequenceFieldChecks(SequenceFieldBase):
         return []
 
     def _check_flow_options(self) -> list[checks.CheckMessage]:
+        return [
+            *self._check_reset(),
+            *self._check_reset_on(),
+            *self._check_fiscal_year_start(),
+            *self._check_gapless(),
+        ]
+
+    def _check_reset(self) -> list[checks.CheckMessage]:
+        """`reset` names a known period or an importable function, has a format to show it in, and room in the name."""
         fmt = self.flow
         errors: list[checks.CheckMessage] = []
         import_problem = self.reset_rule.import_problem()
@@ -104,8 +113,11 @@ class SequenceFieldChecks(SequenceFieldBase):
                     id="django_segment_seq.E018",
                 )
             )
-        errors += self._check_reset_on()
-        errors += self._check_fiscal_year_start()
+        return errors
+
+    def _check_gapless(self) -> list[checks.CheckMessage]:
+        """`gapless` is a bool, used alike by every field of the sequence, with the table in the model's database."""
+        errors: list[checks.CheckMessage] = []
         if not isinstance(self.gapless, bool):
             errors.append(
                 checks.Error(
@@ -258,6 +270,14 @@ class SequenceFieldChecks(SequenceFieldBase):
                         id="django_segment_seq.E015",
                     )
                 )
+        return [*errors, *self._check_instance_paths_and_width()]
+
+    def _check_instance_paths_and_width(self) -> list[checks.CheckMessage]:
+        """Every {instance...} names an attribute the model has, and max_length holds the widest text."""
+        fmt = self.flow
+        if fmt is None:
+            return []
+        errors: list[checks.CheckMessage] = []
         instance_widths = []
         for path in fmt.instance_paths:
             width = self._instance_width(path)
