@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import time
 from typing import Any
 
 from django.conf import settings
@@ -127,12 +128,16 @@ def valid(setting: Setting, value: Any) -> bool:
         return False
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return True
+    if setting.past_instant and value > time.time() * 1000:
+        return False
     return math.isfinite(value) and value >= setting.low and (setting.high is None or value <= setting.high)
 
 
 def expected(setting: Setting) -> str:
     """What a setting takes, as the hint of E003 says it."""
     kinds = " or ".join(kind.__name__ for kind in setting.kinds)
+    if setting.past_instant:
+        return f"{kinds}, an instant in Unix milliseconds that is not in the future."
     if setting.is_flag or not ({int, float} & set(setting.kinds)):
         return f"{kinds}."
     if setting.high is not None:

@@ -24,6 +24,8 @@ class Setting:
     doc: str
     low: float = 0
     high: float | None = None
+    # An instant in Unix milliseconds that must not lie in the future.
+    past_instant: bool = False
 
     @property
     def is_flag(self) -> bool:
@@ -74,6 +76,7 @@ SETTINGS: tuple[Setting, ...] = (
         1_767_225_600_000,
         (int,),
         "Snowflake ids count time from here (Unix ms; 2026-01-01T00:00:00Z)",
+        past_instant=True,
     ),
     Setting(
         "SNOWFLAKE_LEASE_SECONDS",

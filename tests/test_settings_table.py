@@ -2,6 +2,7 @@
 
 import math
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -47,8 +48,18 @@ def test_numbers_that_are_not_finite_are_refused(settings, setting, value):
 def test_the_bounds_are_checked_at_both_ends(settings, setting):
     settings.SEGMENT_SEQ = {setting.name: setting.low - 1}
     assert [message.id for message in run_checks()] == ["django_segment_seq.E003"]
+    if setting.past_instant:
+        return
     if setting.high is not None:
         settings.SEGMENT_SEQ = {setting.name: setting.high + 1}
         assert [message.id for message in run_checks()] == ["django_segment_seq.E003"]
     settings.SEGMENT_SEQ = {setting.name: setting.default if setting.default is not None else setting.low}
     assert run_checks() == []
+
+
+def test_a_snowflake_epoch_in_the_future_is_refused(settings):
+    """Ids would count from an instant not reached yet: every id would read as the clock moving backwards."""
+    settings.SEGMENT_SEQ = {"SNOWFLAKE_EPOCH_MS": int(time.time() * 1000) + 86_400_000}
+    messages = run_checks()
+    assert [message.id for message in messages] == ["django_segment_seq.E003"]
+    assert "not in the future" in messages[0].hint

@@ -70,3 +70,10 @@ class SequenceFieldBase(FieldBase):
             kwargs["gapless"] = self.gapless
         if self.scope is not None:
             kwargs["scope"] = self.scope
+
+    def save_form_data(self, instance: models.Model, data: Any) -> None:
+        """On a change form, an emptied field keeps its stored number: only an explicit new value is written."""
+        stored = getattr(instance, self.attname)
+        if data in self.empty_values and not instance._state.adding and stored not in self.empty_values:
+            return
+        super().save_form_data(instance, data)

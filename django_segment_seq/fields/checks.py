@@ -237,6 +237,16 @@ class SequenceFieldChecks(SequenceFieldBase):
             )
             for problem in fmt.problems
         ]
+        errors += [
+            checks.Error(
+                f"SequenceField format {fmt.source!r}: {problem}.",
+                hint="Use an integer presentation padded with zeros or with a character no number contains, "
+                "e.g. {value:06d}, {value:>8} or {value:_<8}.",
+                obj=self,
+                id="django_segment_seq.E035",
+            )
+            for problem in fmt.ambiguous
+        ]
         if errors:
             return errors
         if not fmt.has_value:
@@ -280,18 +290,10 @@ class SequenceFieldChecks(SequenceFieldBase):
         errors: list[checks.CheckMessage] = []
         instance_widths = []
         for path in fmt.instance_paths:
+            problem = self._instance_path_problem(path)
+            if problem is not None:
+                return [problem]
             width = self._instance_width(path)
-            if width is UNKNOWN_ATTRIBUTE:
-                errors.append(
-                    checks.Error(
-                        f"SequenceField format {fmt.source!r} refers to instance{path}, "
-                        f"which {self.model._meta.label} does not have.",
-                        hint="Use an attribute or field of the model, e.g. {instance.kind}.",
-                        obj=self,
-                        id="django_segment_seq.E019",
-                    )
-                )
-                return errors
             instance_widths.append(width if isinstance(width, int) else 0)
         widest = fmt.widest(instance_widths, self.reset_rule)
         if widest is not None and self.max_length is not None and widest > self.max_length:
@@ -311,15 +313,56 @@ class SequenceFieldChecks(SequenceFieldBase):
             return "{period}"
         return DATE_HINTS[self.reset]
 
+    def _instance_path_problem(self, path: str) -> checks.CheckMessage | None:
+        """{instance<path>} reads attributes the model has, through forward relations the check can follow."""
+        source = self.flow.source if self.flow is not None else None
+        if not path.startswith(".") or "[" in path:
+            return self._path_error(path, "indexes the instance, which the check cannot follow")
+        model: Any = self.model
+        names = path[1:].split(".")
+        for position, name in enumerate(names):
+            last = position == len(names) - 1
+            try:
+                field = model._meta.get_field(name)
+            except FieldDoesNotExist:
+                if not hasattr(model, name):
+                    return checks.Error(
+                        f"SequenceField format {source!r} refers to instance{path}, "
+                        f"which {model._meta.label} does not have" + (f" ({name!r})." if position else "."),
+                        hint="Use an attribute or field of the model, e.g. {instance.kind}.",
+                        obj=self,
+                        id="django_segment_seq.E019",
+                    )
+                if last:
+                    return None
+                return self._path_error(path, f"reads through {model._meta.label}.{name}, which is not a relation")
+            if last:
+                return None
+            if not isinstance(field, models.ForeignKey):
+                return self._path_error(path, f"reads through {model._meta.label}.{name}, which is not a foreign key")
+            model = field.related_model
+            if not isinstance(model, type):
+                return None  # a lazy reference not resolved yet (isolated apps): nothing further to check
+        return None  # pragma: no cover - the loop returns at the last name
+
+    def _path_error(self, path: str, why: str) -> checks.CheckMessage:
+        source = self.flow.source if self.flow is not None else None
+        return checks.Error(
+            f"SequenceField format {source!r}: {{instance{path}}} {why}.",
+            hint="Read a field of the model, or of a model a ForeignKey or OneToOneField leads to, "
+            "e.g. {instance.kind} or {instance.company.code}.",
+            obj=self,
+            id="django_segment_seq.E034",
+        )
+
     def _instance_width(self, path: str) -> object:
         """The widest text of {instance<path>} when a model field tells it; None when unknown."""
-        if not path.startswith(".") or "." in path[1:] or "[" in path:
+        if "." in path[1:]:
             return None
-        attribute = path[1:]
         try:
-            field = self.model._meta.get_field(attribute)
+            field = self.model._meta.get_field(path[1:])
         except FieldDoesNotExist:
-            return None if hasattr(self.model, attribute) else UNKNOWN_ATTRIBUTE
+            return None
         if not isinstance(field, models.Field):
             return None  # a reverse relation: no column to measure
         if field.choices:
@@ -501,8 +544,6 @@ AUTO_FIELDS = (models.AutoField, models.BigAutoField, models.SmallAutoField)
 # 1.0 and 1.00, or equal JSON written two ways, would count in two scopes.
 TEXTLESS_FIELDS = (models.FloatField, models.DecimalField, models.BinaryField, models.JSONField)
 
-
-UNKNOWN_ATTRIBUTE = object()
 # A format that shows the whole period of each named reset, for the hint of E015.
 DATE_HINTS = {
     "daily": "{date:%Y%m%d}",

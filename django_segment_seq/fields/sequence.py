@@ -159,7 +159,12 @@ class FormattedSequenceField(SequenceFieldChecks, _TextBase):
             return formatting.now()
         if isinstance(value, str):
             value = field.to_python(value)
-        return formatting.instant_of(value)
+        try:
+            return formatting.instant_of(value)
+        except ValueError as exc:
+            raise ValueError(
+                f"{self.model._meta.label}.{self.name}: reset_on={self.reset_on!r} holds {value!r}: {exc}"
+            ) from None
 
     def get_pk_value_on_save(self, instance: models.Model) -> str:
         """Number a new primary key before Django decides between INSERT and UPDATE, and before bulk_create."""

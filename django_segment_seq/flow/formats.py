@@ -59,20 +59,95 @@ def instant_of(value: Any) -> datetime:
     zone = timezone.get_default_timezone()
     if timezone.is_naive(value):
         return timezone.make_aware(value, zone)
-    return timezone.localtime(value, zone)
+    try:
+        return timezone.localtime(value, zone)
+    except OverflowError:
+        raise ValueError(
+            f"{value.isoformat()} lies at the edge of the calendar: in the time zone {zone} periods are cut in it "
+            "falls outside the years 1 to 9999"
+        ) from None
+
+
+# The digits each integer presentation writes; no presentation ("") and "n" write decimal digits.
+INTEGER_DIGITS = {
+    "": "0123456789",
+    "d": "0123456789",
+    "n": "0123456789",
+    "b": "01",
+    "o": "01234567",
+    "x": "0123456789abcdef",
+    "X": "0123456789ABCDEF",
+}
+
+
+def ambiguous_fills(digits: str, align: str) -> str:
+    """The fill characters that padding on `align`'s side can confuse with a number's own first or last characters.
+
+    Padding before the number ('>', '=') collides with a leading digit (never 0) or a minus sign; padding
+    after it ('<') with any last digit; centring ('^') with both.
+    """
+    before, after = digits[1:] + "-", digits
+    return {">": before, "=": before, "<": after, "^": before + after}[align]
+
+
+def value_spec_problem(spec: str) -> str | None:
+    """Why {value:spec} could write two numbers as one text, or fail on one, shown with an example; None if it
+    writes every number as a text of its own (an integer presentation, padded only where it cannot be misread)."""
+    match = SPEC.match(spec)
+    if match is None:  # pragma: no cover - format() accepted it, and the pattern covers the mini-language
+        return f"{{value:{spec}}} is a spec this check cannot read"
+    kind = match["type"] or ""
+    if kind in INTEGER_DIGITS:
+        fill, align = match["fill"] or " ", match["align"]
+        if align is None or fill not in ambiguous_fills(INTEGER_DIGITS[kind], align):
+            return None
+        example = _counterexample(spec)
+        if example is None:
+            return None  # the width is too narrow for any padding: nothing is ever padded
+        why = f"its fill {fill!r} pads on the side where a number's own {fill!r} stands"
+    else:
+        why = f"{kind!r} is not an integer presentation (use d, x, X, o, b or n)"
+        example = _counterexample(spec) or "large numbers lose digits"
+    return f"{{value:{spec}}} does not give every number a text of its own: {why}; {example}"
+
+
+def _counterexample(spec: str) -> str | None:
+    """Two numbers the spec writes alike, or one it cannot write; None if the numbers tried show neither."""
+    seen: dict[str, int] = {}
+    for number in _probes():
+        try:
+            text = format(number, spec)
+        except (ValueError, OverflowError) as exc:
+            return f"{number} cannot be written ({exc})"
+        if text in seen:
+            return f"{seen[text]} and {number} are both written {text!r}"
+        seen[text] = number
+    return None
+
+
+def _probes() -> list[int]:
+    """Numbers that expose a spec that is not one-to-one: small ones, repeated digits and powers of each base."""
+    found = set(range(-1000, 10_001))
+    for base, digits in ((10, "0123456789"), (16, "0123456789abcdef"), (8, "01234567"), (2, "01")):
+        for length in range(1, 64):
+            numbers = [int(digit * length, base) for digit in digits[1:]] + [base**length]
+            found.update(n + shift for n in numbers for shift in (-1, 0, 1) if n + shift <= BIGINT_MAX)
+    found.update({2**53, 2**53 + 1, 0x110000, BIGINT_MAX})
+    return sorted(found, key=lambda number: (abs(number), number < 0))  # small numbers first, positive first
 
 
 def width_cap(spec: str) -> int | None:
-    """The largest number a zero-padded spec ("04d") renders without growing wider; None when it is not zero-padded."""
+    """The largest number a zero-padded spec ("04d") renders without growing wider; None when it is not zero-padded.
+
+    The width kept is that of 0's text, which grouping makes wider than the spec's own ("08,d" writes 0,000,000).
+    """
     match = SPEC.match(spec)
     if match is None or not match["width"]:
         return None
     zero_padded = match["zero"] or (match["fill"] == "0" and match["align"] in ("=", ">"))
     if not zero_padded:
         return None
-    width = int(match["width"])
-    if len(format(0, spec)) > width:
-        return -1  # even 0 is wider than the width: nothing fits
+    width = max(int(match["width"]), len(format(0, spec)))
     low, high = 0, BIGINT_MAX
     while low < high:
         middle = (low + high + 1) // 2
@@ -105,6 +180,8 @@ class FlowFormat:
         self.source = source
         self.is_callable = callable(source) and not isinstance(source, str)
         self.problems: list[str] = []
+        # {value} specs that may write two numbers alike: a check of their own (E035), not a parse error.
+        self.ambiguous: list[str] = []
         self.has_value = False
         self.value_specs: list[str] = []
         self.date_specs: list[str] = []
@@ -158,6 +235,10 @@ class FlowFormat:
         except ValueError as exc:
             self.problems.append(f"{{value:{spec}}} is not a valid int format spec: {exc}")
             return
+        ambiguous = value_spec_problem(spec)
+        if ambiguous is not None:
+            self.ambiguous.append(ambiguous)
+            return
         self.value_specs.append(spec)
         cap = width_cap(spec)
         if cap is not None:
@@ -186,7 +267,7 @@ class FlowFormat:
         `instance_widths` gives the width of each {instance.…} placeholder; missing ones count as
         ASSUMED_INSTANCE_WIDTH. A {period} of a callable reset counts as KEY_MAX_LENGTH.
         """
-        if self.is_callable or self.problems:
+        if self.is_callable or self.problems or self.ambiguous:
             return None
         top = self.cap if self.cap is not None else BIGINT_MAX
         total = self.literal_length + sum(len(format(max(top, 0), spec)) for spec in self.value_specs)

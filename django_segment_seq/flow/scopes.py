@@ -19,7 +19,9 @@ import uuid
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import PAIR_SEPARATOR, row_name
@@ -66,7 +68,9 @@ def value_text(sequence_name: str, field: models.Field[Any, Any], value: Any) ->
         return str(value)  # digits and "-" only: nothing to encode
     elif isinstance(value, (str, uuid.UUID)):
         text = str(value)
-    elif isinstance(value, (datetime.date, datetime.time)):  # a datetime is a date
+    elif isinstance(value, datetime.datetime):
+        text = stored_instant(value).isoformat()
+    elif isinstance(value, (datetime.date, datetime.time)):
         text = value.isoformat()
     else:
         raise SequenceScopeError(
@@ -75,6 +79,19 @@ def value_text(sequence_name: str, field: models.Field[Any, Any], value: Any) ->
             "to name a counter by. Scope by an integer, text, UUID or date field (a foreign key counts by its id).",
         )
     return encode_text(text)
+
+
+def stored_instant(value: datetime.datetime) -> datetime.datetime:
+    """A datetime as the database stores it, so one stored instant names one counter however it was assigned.
+
+    With USE_TZ, in UTC (a naive one read in the project's time zone, as Django saves it); without,
+    naive in the project's time zone (an aware one converted, as Django reads it back).
+    """
+    if settings.USE_TZ:
+        if timezone.is_naive(value):
+            value = timezone.make_aware(value, timezone.get_default_timezone())
+        return value.astimezone(datetime.UTC)
+    return timezone.make_naive(value) if timezone.is_aware(value) else value
 
 
 def scope_key(field: Any, instance: models.Model) -> str | None:

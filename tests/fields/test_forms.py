@@ -10,7 +10,7 @@ from django.test.utils import isolate_apps
 from django.urls import path
 
 from django_segment_seq import SequenceField
-from tests.testapp.models import DailyOrder, Order
+from tests.testapp.models import DailyOrder, EditableTicket, Order
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,6 +23,7 @@ class OrderAdmin(admin.ModelAdmin):
 
 site.register(Order, OrderAdmin)
 site.register(DailyOrder)
+site.register(EditableTicket)
 urlpatterns = [path("shop-admin/", site.urls)]
 
 
@@ -89,3 +90,39 @@ def test_admin_without_readonly_fields_leaves_it_out_of_both_views(admin_client)
     assert 'name="order_no"' not in page
     assert admin_client.post("/shop-admin/testapp/dailyorder/add/", {}).status_code == 302
     assert DailyOrder.objects.get().order_no.startswith("OD")
+
+
+def test_an_emptied_number_on_a_change_form_keeps_the_stored_one():
+    """editable=True shows the numbers; clearing them on a change form neither erases nor breaks them."""
+    ticket = EditableTicket.objects.create(note="first")
+    form_class = forms.modelform_factory(EditableTicket, fields="__all__")
+    form = form_class({"note": "edited", "number": "", "code": ""}, instance=ticket)
+    assert form.is_valid(), form.errors
+    form.save()
+    ticket.refresh_from_db()
+    assert (ticket.note, ticket.number, ticket.code) == ("edited", 1, "T0001")
+
+
+def test_an_explicit_new_number_on_a_change_form_is_written():
+    ticket = EditableTicket.objects.create()
+    form_class = forms.modelform_factory(EditableTicket, fields="__all__")
+    form_class({"note": "", "number": "500", "code": "T0500"}, instance=ticket).save()
+    ticket.refresh_from_db()
+    assert (ticket.number, ticket.code) == (500, "T0500")
+
+
+def test_an_empty_number_on_an_add_form_is_filled_at_save():
+    form_class = forms.modelform_factory(EditableTicket, fields="__all__")
+    ticket = form_class({"note": "new", "number": "", "code": ""}).save()
+    assert (ticket.number, ticket.code) == (1, "T0001")
+
+
+@override_settings(ROOT_URLCONF=__name__)
+def test_the_admin_change_page_keeps_an_emptied_number(admin_client):
+    ticket = EditableTicket.objects.create(note="first")
+    response = admin_client.post(
+        f"/shop-admin/testapp/editableticket/{ticket.pk}/change/", {"note": "edited", "number": "", "code": ""}
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    ticket.refresh_from_db()
+    assert (ticket.note, ticket.number, ticket.code) == ("edited", 1, "T0001")

@@ -217,3 +217,27 @@ class CompanyDelivery(models.Model):
     monthly = SequenceField(
         "monthly-delivery", format="M{date:%Y%m%d}-{value:04d}", reset="monthly", reset_on="received_on", null=True
     )
+
+
+class Shift(models.Model):
+    """Tickets counted per shift, a shift named by the instant it starts."""
+
+    starts_at = models.DateTimeField()
+    number = SequenceField("shift-number", scope="starts_at")
+
+
+class Slot(models.Model):
+    """Tickets counted per slot and kind: scopes of a date, a decimal-free boolean and a UUID."""
+
+    day = models.DateField()
+    urgent = models.BooleanField(default=False)
+    token = models.UUIDField()
+    number = SequenceField("slot-number", scope=["day", "urgent", "token"])
+
+
+class EditableTicket(models.Model):
+    """Numbers shown on forms (editable=True): an emptied field must keep them."""
+
+    note = models.CharField(max_length=40, blank=True)
+    number = SequenceField("editable-ticket", editable=True)
+    code = SequenceField("editable-code", format="T{value:04d}", editable=True)
