@@ -76,6 +76,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_segment_seq",
     "tests.testapp",
+    "sequences",  # django-sequences, whose rows `segment_seq import-sequences` carries over
 ]
 MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -223,6 +223,8 @@ class Statements(NamedTuple):
     begin_write: str | None
     insert_if_missing: str
     lock_row: str
+    # The gapless lock of django-sequences' nowait=True: an error at once when another transaction holds the row.
+    lock_row_nowait: str
     row_xacts: str | None
     lock_nowait: str | None
     probe_wait: str | None
@@ -257,10 +259,17 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int,
         lock_row=("SET STATEMENT lock_wait_timeout = {lock_wait} FOR ".format(**names) + lock_row)
         if vendor == "mysql"
         else lock_row,
+        lock_row_nowait=(SELECT_ROW if vendor == "sqlite" else SELECT_ROW + " FOR UPDATE NOWAIT").format(**names),
         row_xacts=PG_ROW_XACTS.format(xmin="xmin", xmax="xmax", **names) if vendor == "postgresql" else None,
         lock_nowait=PG_LOCK_NOWAIT.format(**names) if vendor == "postgresql" else None,
         probe_wait=MYSQL_PROBE_WAIT.format(**names) if vendor == "mysql" else None,
     )
+
+
+def select_sequences_rows(connection: BaseDatabaseWrapper, table: str) -> str:
+    """django-sequences' rows (name, last), read to carry them over."""
+    quote = connection.ops.quote_name
+    return f"SELECT {quote('name')}, {quote('last')} FROM {quote(table)} ORDER BY {quote('name')}"
 
 
 def fill_if_empty(connection: BaseDatabaseWrapper, table: str, column: str, pk: str, rows: int, text: bool) -> str:

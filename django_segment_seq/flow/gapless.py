@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import connections
 from django.utils import timezone
 
-from django_segment_seq.allocator.blocks import Row, next_block
+from django_segment_seq.allocator.blocks import Block, Row, next_block
 from django_segment_seq.db.statements import statements_for
 from django_segment_seq.exceptions import SequenceNotFound
 
@@ -16,6 +16,13 @@ def take_locked(alias: str, name: str) -> int | None:
     The row stays locked until that transaction ends, so other takers queue behind it: a commit
     keeps the number, a rollback gives it back to the next taker. Call it inside transaction.atomic().
     """
+    block = take_block_locked(alias, name)
+    return None if block is None else block.first
+
+
+def take_block_locked(alias: str, name: str, count: int = 1, *, nowait: bool = False) -> Block | None:
+    """take_locked() for `count` consecutive numbers; with `nowait`, a row another transaction holds is a
+    database error at once instead of a wait (SQLite, which has no row locks, waits for its write lock)."""
     connection = connections[alias]
     if not connection.in_atomic_block:
         raise RuntimeError("take_locked() must run inside transaction.atomic() on the sequence's database")
@@ -23,17 +30,17 @@ def take_locked(alias: str, name: str) -> int | None:
     with connection.cursor() as cursor:
         if sql.take_write_lock is not None:
             cursor.execute(sql.take_write_lock, [name])
-        cursor.execute(sql.lock_row, [name])
+        cursor.execute(sql.lock_row_nowait if nowait else sql.lock_row, [name])
         found = cursor.fetchone()
         if found is None:
             return None
         value, _step, min_value, max_value, cycle, version = found
-        # One number, whatever the row's step: the step is for cached ranges, which gapless never uses.
-        row = Row(int(value), 1, int(min_value), int(max_value), bool(cycle), int(version))
-        number = next_block(name, row, 1).first
+        # `count` numbers, whatever the row's step: the step is for cached ranges, which gapless never uses.
+        row = Row(int(value), count, int(min_value), int(max_value), bool(cycle), int(version))
+        block = next_block(name, row, count)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        cursor.execute(sql.compare_and_set_locked, [number, now, name, row.value, row.version])
-    return number
+        cursor.execute(sql.compare_and_set_locked, [block.last, now, name, row.value, row.version])
+    return block
 
 
 def take(alias: str, name: str) -> int:

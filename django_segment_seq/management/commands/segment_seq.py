@@ -15,6 +15,7 @@ from tqdm import tqdm
 from django_segment_seq.allocator.attempts import is_lock_timeout
 from django_segment_seq.api import sequence_stats
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
+from django_segment_seq.compat.carry_over import CarryRefused, carry_over, plan
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import session_bounds
 from django_segment_seq.db.routing import sequence_database
@@ -35,7 +36,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         commands = parser.add_subparsers(
-            dest="subcommand", required=True, metavar="{list,show,set,sync,backfill,leases}"
+            dest="subcommand", required=True, metavar="{list,show,set,sync,backfill,leases,import-sequences}"
         )
 
         listing = commands.add_parser(
@@ -65,8 +66,13 @@ class Command(BaseCommand):
 
         self.add_leases_arguments(commands)
 
+        carry = commands.add_parser(
+            "import-sequences", help="Carry django-sequences' rows over: create or move forward, never lower."
+        )
+        carry.add_argument("--dry-run", action="store_true", help="Show what would change; change nothing.")
+
     def handle(self, *args: Any, subcommand: str, **options: Any) -> None:
-        handler = getattr(self, f"handle_{subcommand}")
+        handler = getattr(self, f"handle_{subcommand.replace('-', '_')}")
         connection = connections[lease_database() if subcommand == "leases" else sequence_database()]
         try:
             with session_bounds(connection):
@@ -251,6 +257,29 @@ class Command(BaseCommand):
             )
         if result.skipped:
             self.stdout.write(f"{result.skipped} rows were filled by others meanwhile and left as they were.")
+
+    # import-sequences: moving from django-sequences
+
+    def handle_import_sequences(self, *, dry_run: bool = False, **options: Any) -> None:
+        alias = sequence_database()
+        try:
+            carries = plan(alias) if dry_run else carry_over(alias)
+        except CarryRefused as exc:
+            raise CommandError(f"{exc}. Nothing was changed.") from None
+        if not carries:
+            self.stdout.write(f"django-sequences' table in database {alias!r} holds no rows; nothing to carry over.")
+            return
+        table: list[tuple[str, ...]] = [("NAME", "DJANGO-SEQUENCES", "HERE BEFORE", "ACTION")]
+        for carry in carries:
+            table.append((carry.name, str(carry.last), "" if carry.before is None else str(carry.before), carry.action))
+        self._print_table(table)
+        moved = sum(carry.action != "keep" for carry in carries)
+        if dry_run:
+            self.stdout.write(f"Dry run: {moved} of {len(carries)} rows would change; nothing was written.")
+        else:
+            self.stdout.write(
+                f"{moved} of {len(carries)} rows created or moved forward; django-sequences' table is left as it was."
+            )
 
     # leases: Snowflake worker ids
 

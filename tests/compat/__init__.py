@@ -1,0 +1,1 @@
+"""Tests of compat/: django-sequences' API on this app's rows, and carrying its rows over."""

@@ -1,0 +1,59 @@
+"""`segment_seq import-sequences` carries django-sequences' rows over, as they are after django-sequences itself
+handed out numbers: created or moved forward, never lowered, all or nothing, its table left as it was."""
+
+import io
+
+import pytest
+import sequences as django_sequences
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from django_segment_seq.compat.sequences import get_next_value
+from django_segment_seq.db.table import Sequence
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def command(*args: str) -> str:
+    out = io.StringIO()
+    call_command("segment_seq", "import-sequences", *args, stdout=out)
+    return out.getvalue()
+
+
+def their_rows() -> dict[str, int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name, last FROM sequences_sequence")
+        return dict(cursor.fetchall())
+
+
+def test_rows_are_created_moved_forward_and_never_lowered():
+    for _ in range(3):
+        django_sequences.get_next_value("invoice")
+    django_sequences.get_next_values(10, "order")
+    django_sequences.get_next_value("ahead")
+    Sequence.objects.create(name="order", value=4)  # behind django-sequences: moved forward
+    Sequence.objects.create(name="ahead", value=50)  # ahead already: kept
+    before = their_rows()
+
+    preview = command("--dry-run")
+    assert "Dry run: 2 of 3 rows would change" in preview
+    assert not Sequence.objects.filter(name="invoice").exists()
+
+    report = command()
+    assert "2 of 3 rows created or moved forward" in report
+    values = dict(Sequence.objects.values_list("name", "value"))
+    assert (values["invoice"], values["order"], values["ahead"]) == (3, 10, 50)
+    assert their_rows() == before
+    assert get_next_value("invoice") == 4  # the compatible API carries on where django-sequences stopped
+
+
+def test_a_name_refused_here_stops_everything_before_anything_is_written():
+    django_sequences.get_next_value("fine")
+    django_sequences.get_next_value("   ")  # django-sequences takes a blank name; a Sequence row cannot
+    with pytest.raises(CommandError, match=r"cannot be carried over.*'   '.*Nothing was changed"):
+        command()
+    assert not Sequence.objects.filter(name="fine").exists()
+
+
+def test_nothing_to_carry():
+    assert "holds no rows" in command()
