@@ -2,6 +2,7 @@
 and in a transaction, two connections on first and later access with commit, rollback and nowait, and
 different sequences, on every backend."""
 
+import contextlib
 import threading
 
 import pytest
@@ -94,14 +95,13 @@ def test_a_second_connection_queues_behind_the_first(first_access, commit):
     if not first_access:
         get_next_value("q")
     base = 0 if first_access else 1
-    with pytest.raises(RuntimeError) if not commit else _nothing():
-        with transaction.atomic():
-            assert get_next_value("q") == base + 1
-            thread, outcome = _in_thread(get_next_value, "q")
-            thread.join(0.5)
-            assert thread.is_alive(), "the second caller did not wait for the first one's transaction"
-            if not commit:
-                raise RuntimeError
+    with pytest.raises(RuntimeError) if not commit else contextlib.nullcontext(), transaction.atomic():
+        assert get_next_value("q") == base + 1
+        thread, outcome = _in_thread(get_next_value, "q")
+        thread.join(0.5)
+        assert thread.is_alive(), "the second caller did not wait for the first one's transaction"
+        if not commit:
+            raise RuntimeError
     thread.join(30)
     assert not thread.is_alive()
     assert outcome == {"value": base + 2 if commit else base + 1}
@@ -137,11 +137,3 @@ def test_many_threads_queue_for_one_row_and_get_every_number_once():
 
 def test_the_module_names_django_sequences_api():
     assert set(sequences.__all__) == {"Sequence", "delete", "get_last_value", "get_next_value", "get_next_values"}
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return None
