@@ -67,6 +67,7 @@ LINT_REQUIREMENTS = [
     "pytest>=8",
     "pytest-django>=4.8",
     "types-tqdm>=4.66",
+    "django-sequences>=3.0",  # the plugin loads the test settings, which install it
 ]
 
 
