@@ -60,21 +60,25 @@ def worker(args: argparse.Namespace) -> None:
     from sequences import get_next_value
 
     from django_segment_seq import next_value, sequence_stats
+    from django_segment_seq.compat.sequences import get_next_value as compat_next_value
 
     locked = 0
 
-    def django_sequences(name: str) -> int:
-        # On SQLite its read-then-write transaction fails at once with "database is locked" when
-        # another process writes; a caller has to retry, and the count of those is reported.
-        nonlocal locked
-        while True:
-            try:
-                return get_next_value(name)
-            except OperationalError:
-                locked += 1
-                time.sleep(0.001)
+    def retried(get: Any) -> Any:
+        def take(name: str) -> int:
+            # On SQLite a read-then-write transaction fails at once with "database is locked" when another
+            # process writes; a caller has to retry, and the count of those is reported.
+            nonlocal locked
+            while True:
+                try:
+                    return int(get(name))
+                except OperationalError:
+                    locked += 1
+                    time.sleep(0.001)
 
-    take = next_value if args.worker == "seq" else django_sequences
+        return take
+
+    take = {"seq": next_value, "djseq": retried(get_next_value), "compat": retried(compat_next_value)}[args.worker]
     take(args.name)  # the row and, for next_value(), the first range: every process starts with one
     at_start = {f"{a}:{n}": asdict(s) for (a, n), s in sequence_stats().items()}
     print("ready", flush=True)
@@ -197,6 +201,8 @@ def bench_processes(args: argparse.Namespace) -> dict[str, Any]:
             out[f"segment_seq_{processes}{label}"] = ours
         theirs = run_processes(args, "djseq", f"bench-djseq-{processes}", processes, size("djseq_per_process", smoke))
         out[f"django_sequences_{processes}"] = theirs
+        compat = run_processes(args, "compat", f"bench-compat-{processes}", processes, size("djseq_per_process", smoke))
+        out[f"compat_{processes}"] = compat
         out[f"ratio_{processes}"] = out[f"segment_seq_{processes}"]["per_second"] / theirs["per_second"]
     return out
 
@@ -354,10 +360,17 @@ def table(db: str, r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         ("next_value() numbers/s, 1 process", f"{p['segment_seq_1']['per_second']:,.0f}", "", ""),
         ("django-sequences numbers/s, 1 process", f"{p['django_sequences_1']['per_second']:,.0f}", "", ""),
         ("next_value() / django-sequences, 1 process", f"{p['ratio_1']:,.0f} x", "", ""),
+        ("compat.sequences (gapless) numbers/s, 1 process", f"{p['compat_1']['per_second']:,.0f}", "", ""),
         (f"next_value() numbers/s, {four['processes']} processes", f"{four['per_second']:,.0f}", "", ""),
         (
             f"django-sequences numbers/s, {four['processes']} processes",
             f"{p['django_sequences_4']['per_second']:,.0f}",
+            "",
+            "",
+        ),
+        (
+            f"compat.sequences (gapless) numbers/s, {four['processes']} processes",
+            f"{p['compat_4']['per_second']:,.0f}",
             "",
             "",
         ),
