@@ -62,7 +62,7 @@ LINT_REQUIREMENTS = [
     "ruff>=0.15",
     "mypy>=1.18",
     PINNED_STUBS,
-    "import-linter>=2.1",
+    "import-linter>=2.17,<3",  # the release the contracts (exhaustive layers, acyclic_siblings) are checked with
     "dj-database-url>=2.1",
     "pytest>=8",
     "pytest-django>=4.8",

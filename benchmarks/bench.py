@@ -28,6 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import connections, snowflake  # noqa: E402 - after the path that makes it importable
 from benchmarks.common import scratch_database, setup_django, start_together, version  # noqa: E402 - after the path that makes it importable
 
 SIZES = {
@@ -503,13 +504,11 @@ def main() -> None:
             "create": lambda: bench_create(args.smoke),
             "bulk": lambda: bench_bulk(args.smoke),
             "steady": lambda: bench_steady(args.smoke),
-            "snowflake": lambda: _snowflake().run(args.db, args.smoke),
+            "snowflake": lambda: snowflake.run(args.db, args.smoke),
         }
         if not args.smoke or (args.only and "connections" in args.only.split(",")):
             # Extra sessions per process and a 96-process start (not in the smoke run the test suite makes,
             # which has its own test of it); it prints and writes its own report.
-            from benchmarks import connections
-
             parts["connections"] = lambda: connections.run(
                 args.db, str(connection.settings_dict["NAME"]), smoke=args.smoke
             )
@@ -532,19 +531,12 @@ def main() -> None:
           f"{', smoke size' if args.smoke else ''}")  # fmt: skip
     for measure, value, target, verdict in rows:
         print(f"  {measure:<{width}}  {value:>16}  {target:>18}  {verdict}")
-    _snowflake().report(results["snowflake"])
+    snowflake.report(results["snowflake"])
     path = Path(args.json) if args.json else ROOT / "benchmarks" / f"results-{args.db}.json"
     path.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nfigures written to {path}")
-    if not _snowflake().all_distinct(results["snowflake"]):
+    if not snowflake.all_distinct(results["snowflake"]):
         raise SystemExit("Snowflake ids repeated across processes")
-
-
-def _snowflake() -> Any:
-    """benchmarks/snowflake.py, imported when used: it imports this module's helpers."""
-    from benchmarks import snowflake
-
-    return snowflake
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import scratch_database, setup_django, version  # noqa: E402 - after the path that makes it importable
+
 SIZES = {
     # name: (full run, smoke run)
     "steady_processes": (8, 4),
@@ -66,8 +68,6 @@ def size(name: str, smoke: bool) -> Any:
 
 def worker(args: argparse.Namespace) -> None:
     """One worker process: set up Django on the benchmark database, then run the steady or start script."""
-    from benchmarks.common import setup_django
-
     setup_django(args.db, args.dbname, json.loads(args.segment_seq))
     if args.worker == "steady":
         steady_worker(args.name, args.seconds, Path(args.out))
@@ -507,7 +507,6 @@ def run(db: str, dbname: str, *, smoke: bool = False, keep: Path | None = None) 
     """
     from django.db import connection
 
-    from benchmarks.common import version
     from django_segment_seq import close_connections, wait_for_prefetch
     from django_segment_seq.conf import DEFAULTS
 
@@ -694,8 +693,6 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         worker(args)
         return
-    from benchmarks.common import scratch_database
-
     with scratch_database(args.db) as connection:
         results = run(args.db, str(connection.settings_dict["NAME"]), smoke=args.smoke, keep=args.keep_numbers)
     report(results, args.json)
