@@ -37,6 +37,12 @@ def main(mode: str, name: str, count: int, out: str) -> None:
             got.extend(invoice.pk for invoice in invoices)
     elif mode == "bulk-default-atomic":
         got = bulk_in_transactions(Invoice, count)
+    elif mode == "compat":  # django-sequences' API on this app's rows: gapless, queued on the row lock
+        from django_segment_seq.compat.sequences import get_next_value
+
+        got = [get_next_value(name) for _ in range(count)]
+    elif mode == "compat-rollbacks":
+        got = compat_with_rollbacks(name, count)
     elif mode in FLOW_MODES:
         got = FLOW_MODES[mode](name, count)
     else:
@@ -47,6 +53,27 @@ def main(mode: str, name: str, count: int, out: str) -> None:
 
 class RolledBack(Exception):
     pass
+
+
+def compat_with_rollbacks(name: str, count: int) -> list[int]:
+    """Numbers of the compatible API kept by committed transactions; every third transaction rolls back."""
+    from django.db import transaction
+
+    from django_segment_seq.compat.sequences import get_next_value
+
+    kept: list[int] = []
+    attempt = 0
+    while len(kept) < count:
+        attempt += 1
+        try:
+            with transaction.atomic():
+                number = get_next_value(name)
+                if attempt % 3 == 0:
+                    raise RolledBack
+        except RolledBack:
+            continue
+        kept.append(number)
+    return kept
 
 
 def bulk_in_transactions(model, count: int) -> list[int]:
