@@ -21,6 +21,7 @@ from django_segment_seq.db.table import Sequence
 
 @checks.register()
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """SEGMENT_SEQ is a dict of known keys, each value as conf.SETTINGS allows, naming a database that exists."""
     configured = getattr(settings, SETTING_NAME, None)
     if configured is None:
         return []
@@ -31,37 +32,50 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 id="django_segment_seq.E001",
             )
         ]
-    errors: list[checks.CheckMessage] = []
-    for key in sorted(set(configured) - set(DEFAULTS)):
-        errors.append(
-            checks.Error(
-                f"{SETTING_NAME} has an unknown key {key!r}.",
-                hint=f"Known keys: {', '.join(sorted(DEFAULTS))}.",
-                id="django_segment_seq.E002",
-            )
+    errors = [*_check_keys(configured), *_check_values(configured), *_check_database(configured)]
+    if configured.get("METRICS") is True:
+        errors += _check_metrics()
+    return errors
+
+
+def _check_keys(configured: dict[str, Any]) -> list[checks.CheckMessage]:
+    """Every key is one conf.SETTINGS declares: a misspelt one would silently leave the default in force."""
+    return [
+        checks.Error(
+            f"{SETTING_NAME} has an unknown key {key!r}.",
+            hint=f"Known keys: {', '.join(sorted(DEFAULTS))}.",
+            id="django_segment_seq.E002",
         )
-    for setting in SETTINGS:
-        if setting.name in configured and not valid(setting, configured[setting.name]):
-            errors.append(
-                checks.Error(
-                    f"{SETTING_NAME}[{setting.name!r}] is {configured[setting.name]!r}.",
-                    hint=f"Expected {expected(setting)}",
-                    id="django_segment_seq.E003",
-                )
-            )
+        for key in sorted(set(configured) - set(DEFAULTS))
+    ]
+
+
+def _check_values(configured: dict[str, Any]) -> list[checks.CheckMessage]:
+    """Each value has its setting's type and lies within its bounds."""
+    return [
+        checks.Error(
+            f"{SETTING_NAME}[{setting.name!r}] is {configured[setting.name]!r}.",
+            hint=f"Expected {expected(setting)}",
+            id="django_segment_seq.E003",
+        )
+        for setting in SETTINGS
+        if setting.name in configured and not valid(setting, configured[setting.name])
+    ]
+
+
+def _check_database(configured: dict[str, Any]) -> list[checks.CheckMessage]:
+    """DATABASE names an alias of DATABASES that the routers also send the Sequence model to."""
     alias = configured.get("DATABASE")
-    if isinstance(alias, str) and alias not in settings.DATABASES:
-        errors.append(
+    if not isinstance(alias, str):
+        return []
+    if alias not in settings.DATABASES:
+        return [
             checks.Error(
                 f"{SETTING_NAME}['DATABASE'] names {alias!r}, which is not in DATABASES.",
                 id="django_segment_seq.E004",
             )
-        )
-    elif isinstance(alias, str):
-        errors += _check_router_agrees(alias)
-    if configured.get("METRICS") is True:
-        errors += _check_metrics()
-    return errors
+        ]
+    return _check_router_agrees(alias)
 
 
 def _check_router_agrees(alias: str) -> list[checks.CheckMessage]:

@@ -67,41 +67,63 @@ class SequenceFieldChecks(SequenceFieldBase):
 
     def _check_reset(self) -> list[checks.CheckMessage]:
         """`reset` names a known period or an importable function, has a format to show it in, and room in the name."""
-        fmt = self.flow
-        errors: list[checks.CheckMessage] = []
-        import_problem = self.reset_rule.import_problem()
-        if self.reset is not None and not (self.reset_rule.is_named or self.reset_rule.is_callable):
-            errors.append(
-                checks.Error(
-                    f"SequenceField reset={self.reset!r} is unknown.",
-                    hint=f"Use reset=None, {', '.join(repr(name) for name in NAMED)}, "
-                    "or a function (aware datetime) -> period key.",
-                    obj=self,
-                    id="django_segment_seq.E013",
-                )
-            )
-        elif import_problem:
-            errors.append(
-                checks.Error(
-                    f"SequenceField reset={self.reset!r} cannot be written to migrations: {import_problem}",
-                    hint="Use a function defined at module level, which migrations import by its path.",
-                    obj=self,
-                    id="django_segment_seq.E028",
-                )
-            )
-        elif self.reset is not None and fmt is None:
-            errors.append(
-                checks.Error(
-                    f"SequenceField reset={self.reset!r} needs a format: an integer field cannot show the period, "
-                    "so every period would repeat the numbers of the one before.",
-                    hint='Add a format with the date, e.g. format="{date:%Y%m%d}{value:06d}", or drop reset.',
-                    obj=self,
-                    id="django_segment_seq.E014",
-                )
-            )
-        elif (
-            self.reset is not None and isinstance(self.sequence_name, str) and not can_carry_period(self.sequence_name)
+        for check in (
+            self._check_reset_known,
+            self._check_reset_importable,
+            self._check_reset_shown,
+            self._check_reset_room,
         ):
+            errors = check()
+            if errors:
+                return errors  # one problem at a time: each later check assumes the earlier ones passed
+        return []
+
+    def _check_reset_known(self) -> list[checks.CheckMessage]:
+        """A `reset` neither a named period nor a function would be refused at the first save."""
+        if self.reset is None or self.reset_rule.is_named or self.reset_rule.is_callable:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField reset={self.reset!r} is unknown.",
+                hint=f"Use reset=None, {', '.join(repr(name) for name in NAMED)}, "
+                "or a function (aware datetime) -> period key.",
+                obj=self,
+                id="django_segment_seq.E013",
+            )
+        ]
+
+    def _check_reset_importable(self) -> list[checks.CheckMessage]:
+        """A reset function is written to migrations by its import path, so it must have one."""
+        import_problem = self.reset_rule.import_problem()
+        if not import_problem:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField reset={self.reset!r} cannot be written to migrations: {import_problem}",
+                hint="Use a function defined at module level, which migrations import by its path.",
+                obj=self,
+                id="django_segment_seq.E028",
+            )
+        ]
+
+    def _check_reset_shown(self) -> list[checks.CheckMessage]:
+        """An integer field has no text to show a period in, so its periods would repeat numbers."""
+        if self.reset is None or self.flow is not None:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField reset={self.reset!r} needs a format: an integer field cannot show the period, "
+                "so every period would repeat the numbers of the one before.",
+                hint='Add a format with the date, e.g. format="{date:%Y%m%d}{value:06d}", or drop reset.',
+                obj=self,
+                id="django_segment_seq.E014",
+            )
+        ]
+
+    def _check_reset_room(self) -> list[checks.CheckMessage]:
+        """Per-period rows need room for the period in the row name."""
+        errors: list[checks.CheckMessage] = []
+        if self.reset is not None and isinstance(self.sequence_name, str) and not can_carry_period(self.sequence_name):
             errors.append(
                 checks.Error(
                     f"SequenceField sequence_name {self.sequence_name!r} cannot carry a period: per-period rows "
@@ -223,6 +245,21 @@ class SequenceFieldChecks(SequenceFieldBase):
         ]
 
     def _check_format(self) -> list[checks.CheckMessage]:
+        """A format that parses and writes each number as its own text; only then what it shows and how wide it is."""
+        if self.flow is None:
+            return []
+        errors = self._check_format_parses()
+        if errors:
+            return errors
+        return [
+            *self._check_format_value(),
+            *self._check_format_period_without_reset(),
+            *self._check_format_shows_period(),
+            *self._check_instance_paths_and_width(),
+        ]
+
+    def _check_format_parses(self) -> list[checks.CheckMessage]:
+        """A format parses, and its {value} spec writes no two numbers as one text."""
         fmt = self.flow
         if fmt is None:
             return []
@@ -247,40 +284,54 @@ class SequenceFieldChecks(SequenceFieldBase):
             )
             for problem in fmt.ambiguous
         ]
-        if errors:
-            return errors
-        if not fmt.has_value:
-            errors.append(
-                checks.Error(
-                    f"SequenceField format {fmt.source!r} has no {{value}}, so every row would get the same text.",
-                    hint='Add the number, e.g. "{value:06d}".',
-                    obj=self,
-                    id="django_segment_seq.E012",
-                )
+        return errors
+
+    def _check_format_value(self) -> list[checks.CheckMessage]:
+        """Without {value}, every row of a period would get the same text."""
+        fmt = self.flow
+        if fmt is None or fmt.has_value:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField format {fmt.source!r} has no {{value}}, so every row would get the same text.",
+                hint='Add the number, e.g. "{value:06d}".',
+                obj=self,
+                id="django_segment_seq.E012",
             )
-        if fmt.period_specs and self.reset is None:
-            errors.append(
-                checks.Error(
-                    f"SequenceField format {fmt.source!r} shows {{period}}, but the field has no reset.",
-                    hint='Add reset, e.g. reset="monthly", or show the date with {date:…} instead.',
-                    obj=self,
-                    id="django_segment_seq.E027",
-                )
+        ]
+
+    def _check_format_period_without_reset(self) -> list[checks.CheckMessage]:
+        """{period} is the reset period, which a field without reset has none of."""
+        fmt = self.flow
+        if fmt is None or not fmt.period_specs or self.reset is not None:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField format {fmt.source!r} shows {{period}}, but the field has no reset.",
+                hint='Add reset, e.g. reset="monthly", or show the date with {date:…} instead.',
+                obj=self,
+                id="django_segment_seq.E027",
             )
-        if self.reset_rule.is_named or self.reset_rule.is_callable:
-            problem = fmt.period_problem(self.reset_rule)
-            if problem:
-                errors.append(
-                    checks.Error(
-                        f"SequenceField format {fmt.source!r} with reset={self.reset!r}"
-                        + (f", fiscal_year_start={self.fiscal_year_start}" if self.reset_rule.is_fiscal else "")
-                        + f": {problem}.",
-                        hint=f"Put the whole period in the format, e.g. {self._date_hint()}, or reset less often.",
-                        obj=self,
-                        id="django_segment_seq.E015",
-                    )
-                )
-        return [*errors, *self._check_instance_paths_and_width()]
+        ]
+
+    def _check_format_shows_period(self) -> list[checks.CheckMessage]:
+        """With a reset, the text must tell two periods apart, or a new period repeats the last one's texts."""
+        fmt = self.flow
+        if fmt is None or not (self.reset_rule.is_named or self.reset_rule.is_callable):
+            return []
+        problem = fmt.period_problem(self.reset_rule)
+        if not problem:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField format {fmt.source!r} with reset={self.reset!r}"
+                + (f", fiscal_year_start={self.fiscal_year_start}" if self.reset_rule.is_fiscal else "")
+                + f": {problem}.",
+                hint=f"Put the whole period in the format, e.g. {self._date_hint()}, or reset less often.",
+                obj=self,
+                id="django_segment_seq.E015",
+            )
+        ]
 
     def _check_instance_paths_and_width(self) -> list[checks.CheckMessage]:
         """Every {instance...} names an attribute the model has, and max_length holds the widest text."""
