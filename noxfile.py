@@ -58,6 +58,8 @@ DOCS_REQUIREMENTS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.6,<10"]
 # pytest and pytest-django for the plugin's types (both ship them), types-tqdm for the command's progress bar.
 # django-stubs is pinned to the release the code is known clean with; `lint` also runs mypy with the newest one.
 PINNED_STUBS = "django-stubs[compatible-mypy]==6.1.2"
+# The package with the extras whose libraries it imports, so mypy sees them.
+LINTED_PACKAGE = ".[prometheus,check-digits,conceal]"
 LINT_REQUIREMENTS = [
     "ruff>=0.15",
     "mypy>=1.18",
@@ -179,14 +181,14 @@ def lint(session: nox.Session) -> None:
     Runs them all and fails if any finds something. The newest stubs live in a virtualenv of their own,
     so a new release that finds something fails lint without touching the pinned run.
     """
-    session.install("-e", ".[prometheus]", *LINT_REQUIREMENTS, django_requirement(CELLS[0].django))
+    session.install("-e", LINTED_PACKAGE, *LINT_REQUIREMENTS, django_requirement(CELLS[0].django))
     newest = Path(session.virtualenv.location).with_name("lint-newest-stubs")
     newest_python = newest / "bin" / "python"
     if not newest_python.exists():
         session.run("python", "-m", "venv", str(newest), silent=True)
     requirements = [r for r in LINT_REQUIREMENTS if r != PINNED_STUBS] + ["django-stubs[compatible-mypy]"]
     session.run(
-        str(newest_python), "-m", "pip", "install", "-q", "--upgrade", "-e", ".[prometheus]", *requirements,
+        str(newest_python), "-m", "pip", "install", "-q", "--upgrade", "-e", LINTED_PACKAGE, *requirements,
         django_requirement(CELLS[0].django), external=True, silent=True,
     )  # fmt: skip
     stubs = subprocess.run(

@@ -10,6 +10,7 @@ from django_segment_seq.cache.prefetch import prefetcher
 from django_segment_seq.cache.range_cache import ranges
 from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.db.routing import fixed_alias, sequence_database
+from django_segment_seq.flow import key_ledger
 from django_segment_seq.flow.derived import forget
 
 _slot_named = ranges.by_name.get
@@ -103,3 +104,4 @@ def clear_cache() -> None:
 
     ranges.clear()
     forget()
+    key_ledger.forget()

@@ -45,6 +45,12 @@ SETTINGS: tuple[Setting, ...] = (
         "seconds a row held elsewhere (or a background fetch) is waited for",
         low=0.001,
     ),
+    Setting(
+        "CONCEAL_KEY",
+        None,
+        (str, NoneType),
+        "hex AES key (32, 48 or 64 hex digits) of the fields with conceal=True; read it from the environment",
+    ),
     Setting("CONNECTION_MAX_IDLE", 30.0, (int, float), "seconds an unused private connection stays open"),
     Setting("CREATE_ON_FIRST_USE", True, (bool,), "False: a missing row raises SequenceNotFound"),
     Setting("PREFETCH", True, (bool,), "fetch the next range in the background before this one runs out"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ConcealKeyChanged",
     "SequenceContention",
     "SequenceError",
     "SequenceExhausted",
@@ -84,3 +85,16 @@ class SequenceScopeError(SequenceError, ValueError):
         self.name = name
         self.problem = problem
         super().__init__(f"Sequence {name!r}: {problem}")
+
+
+class ConcealKeyChanged(SequenceError):
+    """CONCEAL_KEY changed while a concealed format stayed the same: new texts could repeat ones handed out before."""
+
+    def __init__(self, name: str, format: str) -> None:
+        self.name = name
+        self.format = format
+        super().__init__(
+            f"Sequence {name!r}: its texts {format!r} were concealed under another SEGMENT_SEQ['CONCEAL_KEY']. "
+            "Under a new key a new number can be shown as a text handed out before. Change the format too "
+            "(a new prefix, say), or put the old key back."
+        )

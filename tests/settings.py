@@ -99,7 +99,8 @@ TEMPLATES = [
     }
 ]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-SEGMENT_SEQ = {"MAX_BACKOFF": 0.05}
+# CONCEAL_KEY: a test key for the fields with conceal=True (a project reads its own from the environment).
+SEGMENT_SEQ = {"MAX_BACKOFF": 0.05, "CONCEAL_KEY": "00112233445566778899aabbccddeeff"}
 # The suite's exact-count tests assume one foreground fetch per range; tests of prefetch and the
 # adaptive step switch them on themselves (and worker processes with SEGMENT_SEQ_TEST_PREFETCH=1).
 SEGMENT_SEQ.update(PREFETCH=False, ADAPTIVE_STEP=False)

@@ -26,6 +26,8 @@ class SequenceFieldBase(FieldBase):
     fiscal_year_start: Any
     gapless: Any
     scope: Any
+    check_digits: Any = None
+    conceal: Any = False
     reset_rule: Reset
     flow: FlowFormat | None = None
     # Numbered by fill_sequences() in one allocation per sequence; formatted texts are rendered one by one at save.
@@ -70,6 +72,10 @@ class SequenceFieldBase(FieldBase):
             kwargs["gapless"] = self.gapless
         if self.scope is not None:
             kwargs["scope"] = self.scope
+        if self.check_digits is not None:
+            kwargs["check_digits"] = self.check_digits
+        if self.conceal is not False:
+            kwargs["conceal"] = self.conceal
 
     def save_form_data(self, instance: models.Model, data: Any) -> None:
         """On a change form, an emptied field keeps its stored number: only an explicit new value is written."""

@@ -19,6 +19,7 @@ from django_segment_seq.db.rownames import (
     validate_sequence_name,
 )
 from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.disguise_checks import check_digit_errors, conceal_errors
 from django_segment_seq.flow.resets import NAMED
 from django_segment_seq.flow.scopes import scope_names
 
@@ -33,6 +34,8 @@ class SequenceFieldChecks(SequenceFieldBase):
             *self._check_format(),
             *self._check_flow_options(),
             *self._check_scope(),
+            *check_digit_errors(self),
+            *conceal_errors(self),
         ]
 
     def fields_of_same_sequence(self) -> Iterator[SequenceFieldChecks]:

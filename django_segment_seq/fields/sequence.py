@@ -11,12 +11,16 @@ from django.utils.translation import gettext_lazy as _
 
 from django_segment_seq.api import next_value
 from django_segment_seq.db.columns import concrete_field, filled_at_save
+from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import NAME_MAX_LENGTH, period_row_name
 from django_segment_seq.fields.checks import SequenceFieldChecks
 from django_segment_seq.fields.managers import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
 from django_segment_seq.flow import formats as formatting
+from django_segment_seq.flow import key_ledger
+from django_segment_seq.flow.checkdigits import CheckDigitValidator
 from django_segment_seq.flow.derived import take
 from django_segment_seq.flow.formats import FlowFormat
+from django_segment_seq.flow.parsing import FormatParser
 from django_segment_seq.flow.resets import ResetOption
 from django_segment_seq.flow.scopes import scope_key
 
@@ -57,9 +61,12 @@ class SequenceField(SequenceFieldChecks, _IntegerBase):
         fiscal_year_start: int | None = None,
         gapless: bool = False,
         scope: str | list[str] | tuple[str, ...] | None = None,
+        check_digits: str | None = None,
+        conceal: bool = False,
         **kwargs: Any,
     ) -> None:
         kwargs.pop("format", None)  # None here: a format makes __new__ build a FormattedSequenceField
+        self.check_digits, self.conceal = check_digits, conceal  # both need a format: check E046 says so
         self.setup_sequence(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start, scope)
         super().__init__(*args, **kwargs)
 
@@ -107,13 +114,25 @@ class FormattedSequenceField(SequenceFieldChecks, _TextBase):
         fiscal_year_start: int | None = None,
         gapless: bool = False,
         scope: str | list[str] | tuple[str, ...] | None = None,
+        check_digits: str | None = None,
+        conceal: bool = False,
         **kwargs: Any,
     ) -> None:
         self.format = format
-        self.flow = FlowFormat(format)
+        self.check_digits, self.conceal = check_digits, conceal
+        self.flow = FlowFormat(format, check_digits=check_digits, conceal_as=sequence_name if conceal else None)
         self.setup_sequence(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start, scope)
         kwargs.setdefault("max_length", self.flow.default_max_length(self.reset_rule))
+        if self.flow.check_digits is not None:  # a text typed into a form is checked like one handed out
+            self.default_validators = [*self.default_validators, CheckDigitValidator(self.flow.check_digits.name)]
         super().__init__(*args, **kwargs)
+
+    def reveal(self, text: str) -> int:
+        """The sequence number behind one of this field's texts, concealed or not; ValueError for another shape."""
+        number = FormatParser(self.flow).number(text)
+        if number is None:
+            raise ValueError(f"{text!r} is not a text {self.model._meta.label}.{self.name}'s format makes")
+        return number
 
     def deconstruct(self) -> tuple[str, str, SequenceOf[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()
@@ -122,6 +141,8 @@ class FormattedSequenceField(SequenceFieldChecks, _TextBase):
         return name, "django_segment_seq.fields.SequenceField", args, kwargs
 
     def _take(self, instance: models.Model) -> str:
+        if self.flow.concealment is not None:
+            key_ledger.verify(sequence_database(None), self.sequence_name, self.flow.source)
         moment = self.instant(instance)
         period = self.reset_rule.key(moment)
         if period is not None and len(period_row_name(self.sequence_name, period)) > NAME_MAX_LENGTH:

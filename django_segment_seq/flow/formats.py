@@ -13,6 +13,8 @@ from django.utils import timezone
 
 from django_segment_seq.db.columns import BIGINT_MAX
 from django_segment_seq.db.rownames import KEY_MAX_LENGTH
+from django_segment_seq.flow.checkdigits import Algorithm, algorithm_named
+from django_segment_seq.flow.concealing import MAX_WIDTH, MIN_WIDTH, Concealment
 from django_segment_seq.flow.resets import Reset
 
 # The longest suffix a period adds to a sequence name ("@2026-11-22").
@@ -32,6 +34,8 @@ SPEC = re.compile(
     r"^(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?(?P<z>z)?(?P<alt>#)?(?P<zero>0)?(?P<width>\d+)?"
     r"(?P<grouping>[,_])?(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%])?$"
 )
+# A {value} spec that writes a plain, zero-padded, fixed-width decimal number: what a concealed number needs.
+PLAIN_WIDTH = re.compile(r"^0(?P<width>\d+)d?$")
 
 
 def now() -> datetime:
@@ -173,11 +177,22 @@ class FlowFormat:
     """A parsed format: a template string with {value}, {date} and {instance.attr}, or a callable.
 
     Problems found while parsing are kept in `problems` for the system checks rather than raised,
-    so one bad field does not stop Django from loading the others.
+    so one bad field does not stop Django from loading the others. `check_digits` names an algorithm whose
+    check characters end every text; `conceal_as`, a sequence name, shows each number through its permutation.
     """
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, *, check_digits: str | None = None, conceal_as: str | None = None) -> None:
         self.source = source
+        self.check_digits: Algorithm | None = None
+        self.check_digits_problem: str | None = None
+        if check_digits is not None:
+            try:
+                self.check_digits = algorithm_named(check_digits)
+            except ValueError as exc:
+                self.check_digits_problem = str(exc)
+        self.conceal_as = conceal_as
+        self.concealment: Concealment | None = None
+        self.conceal_problem: str | None = None
         self.is_callable = callable(source) and not isinstance(source, str)
         self.problems: list[str] = []
         # {value} specs that may write two numbers alike: a check of their own (E035), not a parse error.
@@ -195,6 +210,31 @@ class FlowFormat:
             self._parse(source)
         else:
             self.problems.append(f"format must be a string or a callable, not {type(source).__name__}")
+        if conceal_as is not None and isinstance(source, str) and not self.problems:
+            self._set_concealment(conceal_as)
+
+    @property
+    def check_width(self) -> int:
+        """How many characters the check digits add to every text."""
+        return self.check_digits.width if self.check_digits is not None else 0
+
+    def _set_concealment(self, sequence_name: str) -> None:
+        plain = [PLAIN_WIDTH.match(spec) for spec in self.value_specs]
+        widths = {found["width"] for found in plain if found}
+        if not plain or not all(plain) or len(widths) != 1:
+            self.conceal_problem = (
+                "a concealed number is shown in a fixed number of decimal digits: write every {value} as "
+                "{value:0Nd} with one width N"
+            )
+            return
+        width = int(widths.pop())
+        if not MIN_WIDTH <= width <= MAX_WIDTH:
+            self.conceal_problem = (
+                f"{{value:0{width}d}} gives {width} digits; concealing needs {MIN_WIDTH} to {MAX_WIDTH} "
+                f"(fewer than a million numbers are too few to hide volume, NIST SP 800-38G)"
+            )
+            return
+        self.concealment = Concealment(sequence_name, width)
 
     def _parse(self, template: str) -> None:
         try:
@@ -270,7 +310,9 @@ class FlowFormat:
         if self.is_callable or self.problems or self.ambiguous:
             return None
         top = self.cap if self.cap is not None else BIGINT_MAX
-        total = self.literal_length + sum(len(format(max(top, 0), spec)) for spec in self.value_specs)
+        total = (
+            self.literal_length + self.check_width + sum(len(format(max(top, 0), spec)) for spec in self.value_specs)
+        )
         if self.date_specs or self.period_specs:
             total += max(
                 sum(len(format(text, spec)) for text, spec in self._dated_parts(moment, reset))
@@ -336,4 +378,8 @@ class FlowFormat:
                 raise TypeError(f"format callable {self.source!r} returned {type(text).__name__}, not str")
             return text
         template: str = self.source
-        return template.format(value=value, date=moment, period=period or "", instance=instance)
+        shown = value if self.concealment is None else self.concealment.conceal(value)
+        text = template.format(value=shown, date=moment, period=period or "", instance=instance)
+        if self.check_digits is not None:
+            text += self.check_digits.digits_for(text)
+        return text

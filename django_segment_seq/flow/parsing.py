@@ -92,7 +92,10 @@ class FormatParser:
                 self._periods += 1
             else:
                 pattern.append(".*?")
+        if flow.check_width:  # stripped, not verified: a stored text is what was handed out, right or wrong
+            pattern.append(f"[0-9]{{{flow.check_width}}}")
         self._regex = re.compile("".join(pattern), re.DOTALL)
+        self._concealment = flow.concealment
 
     def _date_pattern(self, spec: str) -> str:
         if not spec:  # str(datetime): date, time, optional microseconds and offset
@@ -145,5 +148,10 @@ class FormatParser:
             numbers.append(sign * int(digits, base))
         if len(set(numbers)) != 1:
             return None  # two {value}s that disagree: not a text this format made
+        if self._concealment is not None:
+            try:
+                numbers = [self._concealment.reveal(numbers[0])]
+            except ValueError:
+                return None  # more digits than the permutation's: not a text this format made
         dates = tuple(found[f"d{index}"] for index in range(self._dates))
         return numbers[0], dates, tuple(found[f"p{index}"] for index in range(self._periods))

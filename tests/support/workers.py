@@ -220,6 +220,17 @@ def scope_gapless(companies: str, count: int) -> list[int]:
 SCOPE_FACTOR = 10**12
 
 
+def disguised_save(_name: str, count: int) -> list[int]:
+    """Texts of concealed, Damm-checked orders and of MOD 97-10 creditor references, saved one by one."""
+    from tests.testapp.models import CreditorReference, ShopOrder
+
+    got = []
+    for index in range(count):
+        model = ShopOrder if index % 2 else CreditorReference
+        got.append(_encoded(model.objects.create().number))
+    return got
+
+
 def _encoded(text: str) -> int:
     """A text as an integer, one to one, for the integer-per-line result files."""
     return int.from_bytes(text.encode(), "big")
@@ -234,6 +245,7 @@ FLOW_MODES = {
     "flow-fiscal": flow_fiscal,
     "scope-save": scope_save,
     "scope-gapless": scope_gapless,
+    "disguised-save": disguised_save,
 }
 
 

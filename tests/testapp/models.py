@@ -241,3 +241,23 @@ class EditableTicket(models.Model):
     note = models.CharField(max_length=40, blank=True)
     number = SequenceField("editable-ticket", editable=True)
     code = SequenceField("editable-code", format="T{value:04d}", editable=True)
+
+
+class CheckedInvoice(models.Model):
+    """An invoice reference a person types back: Luhn over its digits catches one wrong digit."""
+
+    number = SequenceField("checked-invoice", format="INV-{date:%Y}-{value:06d}", reset="yearly", check_digits="luhn")
+
+
+class CreditorReference(models.Model):
+    number = SequenceField("creditor-ref", format="RF{value:08d}", check_digits="mod97-10", unique=True)
+
+
+class ShopOrder(models.Model):
+    """Order numbers that do not reveal how many orders the shop takes."""
+
+    number = SequenceField("shop-order", format="SO{value:08d}", conceal=True, check_digits="damm", unique=True)
+
+
+class ConcealedTicket(models.Model):
+    number = SequenceField("concealed-ticket", format="T{date:%y}{value:07d}", reset="yearly", conceal=True)

@@ -1,0 +1,52 @@
+"""Which key each concealed format was made under: recorded at migrate, compared before a process conceals.
+
+A permutation under a new key maps new numbers onto texts the old key already showed, so a format that stays
+the same under a changed key is refused with ConcealKeyChanged; a changed format starts a record of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db import router
+
+from django_segment_seq.db.concealed_formats import ConcealedFormat, format_digest
+from django_segment_seq.exceptions import ConcealKeyChanged
+from django_segment_seq.flow.concealing import current_key, key_id
+
+# (alias, sequence name, format, key fingerprint) this process has compared with the record.
+_verified: set[tuple[str, str, str, str]] = set()
+
+
+def record(alias: str, concealed: Iterable[tuple[str, str]]) -> None:
+    """Note each (sequence name, format) under the current key, unless noted before; refuse one whose key changed."""
+    if not router.allow_migrate_model(alias, ConcealedFormat):
+        return
+    for name, format in concealed:
+        current = key_id(current_key(name))
+        row, _created = ConcealedFormat.objects.using(alias).get_or_create(
+            sequence_name=name, format_digest=format_digest(format), defaults={"format": format, "key_id": current}
+        )
+        if row.key_id != current:
+            raise ConcealKeyChanged(name, format)
+
+
+def verify(alias: str, name: str, format: str) -> None:
+    """ConcealKeyChanged when `format` of `name` was recorded under another key; once per process and key."""
+    current = key_id(current_key(name))
+    if (alias, name, format, current) in _verified:
+        return
+    recorded = (
+        ConcealedFormat.objects.using(alias)
+        .filter(sequence_name=name, format_digest=format_digest(format))
+        .values_list("key_id", flat=True)
+        .first()
+    )
+    if recorded is not None and recorded != current:
+        raise ConcealKeyChanged(name, format)
+    _verified.add((alias, name, format, current))
+
+
+def forget() -> None:
+    """Compare again on next use (after a test rewrites the record)."""
+    _verified.clear()

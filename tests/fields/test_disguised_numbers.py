@@ -1,0 +1,96 @@
+"""Check digits and concealed numbers on real rows: saved, read back by sync, revealed, validated, and a changed key
+refused before it can repeat a text."""
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.core.management import call_command
+from django.db import connection
+from django.test import override_settings
+
+from django_segment_seq import SequenceField, clear_cache
+from django_segment_seq.exceptions import ConcealKeyChanged
+from django_segment_seq.fields.concealed import concealed_formats
+from django_segment_seq.flow import key_ledger
+from django_segment_seq.flow.checkdigits import has_valid_check_digits
+from django_segment_seq.models import ConcealedFormat, Sequence
+from django_segment_seq.sync import sync_sequence
+from tests.testapp.models import CheckedInvoice, ConcealedTicket, CreditorReference, ShopOrder
+
+pytestmark = pytest.mark.django_db(transaction=True)
+OTHER_KEY = "ffeeddccbbaa99887766554433221100"
+
+
+def test_check_digits_end_every_saved_text():
+    invoices = [CheckedInvoice.objects.create() for _ in range(5)]
+    for invoice in invoices:
+        assert has_valid_check_digits(invoice.number, "luhn")
+        assert invoice.number.startswith("INV-") and len(invoice.number) == len("INV-2026-0000011")
+    references = [CreditorReference.objects.create().number for _ in range(3)]
+    assert all(has_valid_check_digits(text, "mod97-10") and len(text) == 12 for text in references)
+
+
+def test_full_clean_refuses_a_mistyped_reference():
+    order = CreditorReference.objects.create()
+    order.full_clean()
+    body, check = order.number[:-2], order.number[-2:]
+    order.number = body + f"{(int(check) + 1) % 100:02d}"
+    with pytest.raises(ValidationError) as caught:
+        order.full_clean()
+    assert caught.value.error_dict["number"][0].code == "check_digits"
+
+
+def test_concealed_numbers_are_unique_unordered_and_revealed():
+    orders = [ShopOrder.objects.create().number for _ in range(40)]
+    assert len(set(orders)) == 40 and {len(text) for text in orders} == {11}  # SO + 8 digits + a Damm digit
+    assert orders != sorted(orders)
+    field = ShopOrder._meta.get_field("number")
+    assert [field.reveal(text) for text in orders] == list(range(1, 41))
+    with pytest.raises(ValueError, match="not a text"):
+        field.reveal("XX123")
+
+
+def test_sync_reads_concealed_texts_back_to_their_numbers():
+    field = ShopOrder._meta.get_field("number")
+    ShopOrder.objects.bulk_create([ShopOrder(number=field.flow.render(n, None, None)) for n in (7, 9000, 12)])
+    result = sync_sequence(ShopOrder, "number")
+    assert result.highest == 9000
+    clear_cache()
+    assert field.reveal(ShopOrder.objects.create().number) > 9000
+
+
+def test_concealed_formats_are_recorded_at_migrate():
+    call_command("migrate", "django_segment_seq", verbosity=0)  # post_migrate records what is missing
+    recorded = set(ConcealedFormat.objects.values_list("sequence_name", "format"))
+    assert {("shop-order", "SO{value:08d}"), ("concealed-ticket", "T{date:%y}{value:07d}")} <= recorded
+    assert set(concealed_formats()) <= recorded
+
+
+def test_a_changed_key_with_the_same_format_is_refused_at_migrate_and_before_a_number():
+    call_command("migrate", "django_segment_seq", verbosity=0)
+    ShopOrder.objects.create()
+    value_before = Sequence.objects.get(name="shop-order").value
+    with override_settings(SEGMENT_SEQ={"CONCEAL_KEY": OTHER_KEY}):
+        clear_cache()
+        with pytest.raises(ConcealKeyChanged, match="shop-order"):
+            call_command("migrate", "django_segment_seq", verbosity=0)
+        with pytest.raises(ConcealKeyChanged, match="Change the format too"):
+            ShopOrder.objects.create()
+    assert Sequence.objects.get(name="shop-order").value == value_before
+    assert ShopOrder.objects.count() == 1
+
+
+def test_a_changed_key_with_a_changed_format_starts_its_own_record():
+    call_command("migrate", "django_segment_seq", verbosity=0)
+    field = SequenceField("shop-order", format="SX{value:08d}", conceal=True)
+    with override_settings(SEGMENT_SEQ={"CONCEAL_KEY": OTHER_KEY}):
+        key_ledger.record(connection.alias, [("shop-order", field.flow.source)])
+        key_ledger.verify(connection.alias, "shop-order", field.flow.source)
+    keys = dict(ConcealedFormat.objects.filter(sequence_name="shop-order").values_list("format", "key_id"))
+    assert len(set(keys.values())) == 2 and set(keys) == {"SO{value:08d}", "SX{value:08d}"}
+
+
+def test_concealed_period_texts_stay_unique_across_the_reset():
+    texts = [ConcealedTicket.objects.create().number for _ in range(20)]
+    assert len(set(texts)) == 20
+    field = ConcealedTicket._meta.get_field("number")
+    assert sorted(field.reveal(text) for text in texts) == list(range(1, 21))
