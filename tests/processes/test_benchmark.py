@@ -43,3 +43,13 @@ def test_benchmark_smoke_run_completes(tmp_path):
                    "distinct / taken, 4 processes", "create() rows/s, snowflake key / BigAutoField",
                    f"create() rows/s, {snowflake['uuid']} key / BigAutoField"):  # fmt: skip
         assert any(wanted in measure for measure in measures), wanted
+
+
+def test_text_benchmark_prints_every_variant_beside_the_plain_format():
+    done = subprocess.run(
+        [sys.executable, "benchmarks/texts.py", "--count", "50"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    rows = {line[:32].strip(): line.split()[-2:] for line in done.stdout.splitlines()[1:]}
+    assert list(rows) == ["plain", "check_digits=luhn", "check_digits=mod97-10", "conceal", "conceal + check_digits=damm"]
+    assert rows["plain"][1] == "1.0" and all(float(micros) > 0 for micros, _ratio in rows.values())
