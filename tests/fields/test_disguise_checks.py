@@ -35,6 +35,7 @@ def check_ids(**options):
         {"format": "RF{value:08X}", "check_digits": "mod97-10"},
         {"format": "OD{date:%Y%m%d}{value:08d}", "reset": "daily", "conceal": True},
         {"format": "SO{value:06d}", "conceal": True, "check_digits": "damm"},
+        {"format": "INV{value:06d}", "check_digits": "mod97-10", "max_length": 11},
     ],
 )
 def test_valid_options_pass(options):
@@ -51,6 +52,8 @@ def test_valid_options_pass(options):
         ({"conceal": True}, ["django_segment_seq.E046"]),
         ({"format": "OD{value:05d}", "conceal": True}, ["django_segment_seq.E049"]),
         ({"format": "OD{value}", "conceal": True}, ["django_segment_seq.E049"]),
+        # INV + 6 digits + 2 check digits: 11 characters do not fit in 10.
+        ({"format": "INV{value:06d}", "check_digits": "mod97-10", "max_length": 10}, ["django_segment_seq.E016"]),
     ],
 )
 def test_each_problem_has_its_id(options, ids):
