@@ -46,6 +46,12 @@ SETTINGS: tuple[Setting, ...] = (
         low=0.001,
     ),
     Setting(
+        "FAILOVER_SKIP",
+        10_000_000,
+        (int,),
+        "numbers a row skips when its last range was taken on another server history (a failover since)",
+    ),
+    Setting(
         "CONCEAL_KEY",
         None,
         (str, NoneType),

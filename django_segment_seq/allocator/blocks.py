@@ -18,6 +18,8 @@ class Row(NamedTuple):
     cycle: bool
     # Moved by every write: the compare-and-set checks it, so no write is ever mistaken for none.
     version: int = 0
+    # The server history of the last write ("" before any): see failover_skip().
+    history: str = ""
 
 
 class Block(NamedTuple):
@@ -46,19 +48,34 @@ def check_row(name: str, row: Row) -> None:
         )
 
 
-def next_block(name: str, row: Row, wanted: int = 1, prefer: int = 0) -> Block:
+def failover_skip(row: Row, history: str, skip: int) -> int:
+    """How far past its value a row is moved before its next block: `skip` when it was last written on another
+    server history than `history` (a failover happened since), else 0.
+
+    After an asynchronous failover the row can stand behind numbers the old primary handed out; skipping more
+    than a lagging standby can miss keeps them from coming again. A row with fewer than twice `skip` numbers
+    left skips half of them, so a capped row (a daily flow number) still has numbers after a failover.
+    """
+    if not row.history or not history or row.history == history:
+        return 0
+    left = row.max_value - max(row.value, row.min_value - 1)
+    return max(0, min(skip, left // 2))
+
+
+def next_block(name: str, row: Row, wanted: int = 1, prefer: int = 0, skip: int = 0) -> Block:
     """The block after row.value of max(step, wanted, prefer) numbers, never crossing max_value.
 
     At least `wanted` numbers are guaranteed; a shorter block is allowed only at the top of the
     range. `prefer` is the adaptive size a process asks for; the row's step stays the floor. A cycling
     row ignores it: larger blocks would leave larger gaps and bring the next repeat of a number sooner.
-    Past max_value the block wraps to min_value when cycle is on.
+    Past max_value the block wraps to min_value when cycle is on. `skip` numbers after the value are left out
+    (failover_skip()).
     """
     if wanted < 1:
         raise ValueError(f"Sequence {name!r}: the count must be at least 1, not {wanted}")
     check_row(name, row)
     size = max(row.step, wanted, 0 if row.cycle else prefer)
-    first = max(row.value + 1, row.min_value)
+    first = max(row.value + 1 + skip, row.min_value)
     left = row.max_value - first + 1
     if left < wanted:
         if not row.cycle:

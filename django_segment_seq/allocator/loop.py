@@ -29,11 +29,12 @@ from django_segment_seq.allocator.attempts import (
     is_lost_race,
     use_caller_next,
 )
-from django_segment_seq.allocator.blocks import Block, Row, next_block
+from django_segment_seq.allocator.blocks import Block, Row, failover_skip, next_block
 from django_segment_seq.allocator.callers import Session
 from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
+from django_segment_seq.db.history import server_history
 from django_segment_seq.db.statements import Statements, statements_for
 from django_segment_seq.exceptions import (
     SequenceContention,
@@ -207,10 +208,11 @@ def _in_caller_transaction(
                 row = read_row(cursor, sql.select_row, name)
                 if row is None:  # pragma: no cover - the insert above either created it or found it
                     raise SequenceNotFound(name, alias)
-            block = next_block(name, row, wanted)
+            block = next_block(name, row, wanted)  # no failover skip: it commits with the caller's rows, or not at all
             result.round_trips += 1
             now = caller.ops.adapt_datetimefield_value(timezone.now())
-            cursor.execute(sql.compare_and_set_locked, [block.last, now, name, row.value, row.version])
+            history = server_history(caller)
+            cursor.execute(sql.compare_and_set_locked, [block.last, now, history, name, row.value, row.version])
             if cursor.rowcount != 1:  # pragma: no cover - the row is locked by this transaction
                 raise RowBusy("the row moved while this transaction held it")
     except RowMissing:
@@ -239,6 +241,7 @@ def _compare_and_set(
     on_caller: bool,
 ) -> None:
     sql = statements_for(connection, settings["LOCK_TIMEOUT"])
+    history = server_history(connection)
     try:
         with connection.cursor() as cursor, write_transaction(cursor, sql, callers=on_caller):
             while True:
@@ -256,10 +259,13 @@ def _compare_and_set(
                     result.round_trips += 1
                     create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
                     continue
-                block = next_block(name, row, wanted, prefer)
+                skip = failover_skip(row, history, settings["FAILOVER_SKIP"])
+                block = next_block(name, row, wanted, prefer, skip)
                 now = connection.ops.adapt_datetimefield_value(timezone.now())
                 result.round_trips += 1
-                if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, name, row.value, row.version]):
+                if _try_compare_and_set(
+                    cursor, sql.compare_and_set, [block.last, now, history, name, row.value, row.version]
+                ):
                     break
                 _lost(result, name, settings)
     except DatabaseError as exc:

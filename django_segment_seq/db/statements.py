@@ -17,7 +17,7 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.db.columns import column_of
 from django_segment_seq.db.table import Sequence
 
-_COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}"
+_COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}, {history}"
 
 # MariaDB: every statement the app sends waits at most the lock timeout for a row lock
 # (innodb_lock_wait_timeout) and for a table or metadata lock (lock_wait_timeout, a day by default:
@@ -38,7 +38,8 @@ SELECT_ROW_UNLESS_LOCKED = {
 
 # The compare-and-set: it moves the row only if nobody wrote it since we read it, and every success
 # moves `version`, so even a block that ends where the row stood (a wrap-around) is never taken twice.
-_CAS_SET = "UPDATE {table} SET {value} = %s, {version} = {version} + 1, {modified} = %s "
+# Every write also records the server history it was made on (db/history.py), for the failover fence.
+_CAS_SET = "UPDATE {table} SET {value} = %s, {version} = {version} + 1, {modified} = %s, {history} = %s "
 _CAS_WHERE = "{name} = %s AND {value} = %s AND {version} = %s"
 COMPARE_AND_SET = {
     # A row another transaction holds is skipped (no row changed) instead of waited for.
@@ -201,6 +202,7 @@ _COLUMNS = (
     "max_value",
     "cycle",
     "version",
+    "history",
     "created",
     "modified",
     "base_name",

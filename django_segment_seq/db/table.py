@@ -97,6 +97,18 @@ class Sequence(models.Model):
         editable=False,
         help_text=_("Moved by every write to the row, so a compare-and-set never succeeds on a row that changed."),
     )
+    history = models.CharField(
+        _("server history"),
+        max_length=64,
+        default="",
+        db_default="",
+        blank=True,
+        editable=False,
+        help_text=_(
+            "The database server history (PostgreSQL system and timeline, MariaDB server or Galera cluster) of "
+            "the last range taken: a range taken on another history follows a failover and skips FAILOVER_SKIP."
+        ),
+    )
     created = models.DateTimeField(_("created"), auto_now_add=True)
     modified = models.DateTimeField(_("modified"), auto_now=True)
     # Set by the admin's change form: the row as it was loaded, before submitted values were written onto it.

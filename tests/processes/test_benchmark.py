@@ -51,5 +51,11 @@ def test_text_benchmark_prints_every_variant_beside_the_plain_format():
     )
     assert done.returncode == 0, done.stderr[-4000:]
     rows = {line[:32].strip(): line.split()[-2:] for line in done.stdout.splitlines()[1:]}
-    assert list(rows) == ["plain", "check_digits=luhn", "check_digits=mod97-10", "conceal", "conceal + check_digits=damm"]
+    assert list(rows) == [
+        "plain",
+        "check_digits=luhn",
+        "check_digits=mod97-10",
+        "conceal",
+        "conceal + check_digits=damm",
+    ]
     assert rows["plain"][1] == "1.0" and all(float(micros) > 0 for micros, _ratio in rows.values())

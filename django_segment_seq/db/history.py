@@ -1,0 +1,55 @@
+"""Which server history a connection writes on, so a range taken after a failover can be told from one before it.
+
+PostgreSQL: the system identifier and the current timeline, which a promotion moves on. MariaDB: the Galera
+cluster's state id (every node of one cluster shares it) or, outside Galera, the server id, which differs
+between a primary and its replicas. SQLite has no failover: its history is "".
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+HISTORY_QUERIES = {
+    # pg_current_wal_lsn() fails on a standby: a server in recovery is never written on.
+    "postgresql": "SELECT system_identifier::text, pg_walfile_name(pg_current_wal_lsn()) FROM pg_control_system()",
+    "mysql": (
+        "SELECT @@server_id, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+        "WHERE VARIABLE_NAME = 'WSREP_CLUSTER_STATE_UUID')"
+    ),
+}
+# A Galera state id before the node has joined a cluster.
+NO_CLUSTER = {"", "00000000-0000-0000-0000-000000000000"}
+
+# Per connection wrapper: (the DB-API connection asked, its history). A reconnect asks again.
+_known: weakref.WeakKeyDictionary[BaseDatabaseWrapper, tuple[int, str]] = weakref.WeakKeyDictionary()
+
+
+def history_of(vendor: str, found: tuple[Any, ...]) -> str:
+    """The history text of one answer of HISTORY_QUERIES[vendor]."""
+    if vendor == "postgresql":
+        system, walfile = found
+        return f"pg:{system}:{int(str(walfile)[:8], 16)}"
+    server_id, cluster = found
+    if cluster not in NO_CLUSTER and cluster is not None:
+        return f"galera:{cluster}"
+    return f"mariadb:{server_id}"
+
+
+def server_history(connection: BaseDatabaseWrapper) -> str:
+    """The history of the server `connection` is open on, asked once per session."""
+    query = HISTORY_QUERIES.get(connection.vendor)
+    if query is None:
+        return ""
+    connection.ensure_connection()
+    session = id(connection.connection)
+    known = _known.get(connection)
+    if known is not None and known[0] == session:
+        return known[1]
+    with connection.cursor() as cursor:
+        cursor.execute(query)
+        history = history_of(connection.vendor, tuple(cursor.fetchone()))
+    _known[connection] = (session, history)
+    return history

@@ -1,0 +1,91 @@
+"""The failover fence: a row last written on another server history skips FAILOVER_SKIP numbers before its next
+block, so numbers an old primary handed out and a lagging standby never received are not handed out again."""
+
+import pytest
+from django.db import connections, transaction
+from django.test import override_settings
+
+from django_segment_seq import clear_cache, next_value
+from django_segment_seq.allocator.blocks import Row, failover_skip, next_block
+from django_segment_seq.conf import app_settings
+from django_segment_seq.db.history import history_of, server_history
+from django_segment_seq.flow.derived import take
+from django_segment_seq.models import Sequence
+
+SKIP = 1_000
+
+
+def test_no_skip_on_the_same_history_or_before_any_was_recorded():
+    row = Row(100, 10, 1, 10**9, False, 3, "pg:1:1")
+    assert failover_skip(row, "pg:1:1", SKIP) == 0
+    assert failover_skip(row._replace(history=""), "pg:1:2", SKIP) == 0  # written before the fence existed
+    assert failover_skip(row, "", SKIP) == 0  # SQLite: no failover
+
+
+def test_another_history_skips_and_a_short_row_skips_half_of_what_it_has_left():
+    row = Row(100, 10, 1, 10**9, False, 3, "pg:1:1")
+    assert failover_skip(row, "pg:1:2", SKIP) == SKIP
+    assert next_block("s", row, skip=SKIP) == (100 + SKIP + 1, 100 + SKIP + 10)
+    capped = row._replace(max_value=999)  # 899 numbers left: half of them is skipped, the rest stay usable
+    assert failover_skip(capped, "pg:1:2", SKIP) == 449
+    assert next_block("s", capped, skip=449).first == 550
+
+
+@pytest.mark.parametrize(
+    ("vendor", "answer", "history"),
+    [
+        ("postgresql", ("7440219912938211391", "000000030000000000000007"), "pg:7440219912938211391:3"),
+        ("mysql", (1, None), "mariadb:1"),
+        ("mysql", (2, ""), "mariadb:2"),
+        ("mysql", (1, "00000000-0000-0000-0000-000000000000"), "mariadb:1"),
+        ("mysql", (1, "5b8c1f0e-1d2a-11ef-9a3b-7e2f1c0d9a11"), "galera:5b8c1f0e-1d2a-11ef-9a3b-7e2f1c0d9a11"),
+    ],
+)
+def test_history_texts(vendor, answer, history):
+    assert history_of(vendor, answer) == history
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_range_records_the_history_it_was_taken_on(backend):
+    next_value("fenced")
+    history = Sequence.objects.get(name="fenced").history
+    assert history == server_history(connections["default"])
+    expected = {"sqlite": "", "postgres": "pg:", "mariadb": "mariadb:"}[backend]
+    assert history.startswith(expected) and (backend == "sqlite") == (history == "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_written_on_another_history_skips_before_its_next_range(backend):
+    if backend == "sqlite":
+        pytest.skip("SQLite has one file and no failover: its rows record no history")
+    Sequence.objects.create(name="fenced", step=10)
+    assert next_value("fenced") == 1
+    Sequence.objects.filter(name="fenced").update(history="pg:another-server:1", value=10)
+    clear_cache()
+    skip = app_settings()["FAILOVER_SKIP"]
+    assert next_value("fenced") == 10 + skip + 1
+    row = Sequence.objects.get(name="fenced")
+    assert row.value == 10 + skip + 10 and row.history == server_history(connections["default"])
+    clear_cache()
+    assert next_value("fenced") == 10 + skip + 11  # the history is this server's again: no second skip
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(SEGMENT_SEQ={"FAILOVER_SKIP": 0, "CONCEAL_KEY": "00112233445566778899aabbccddeeff"})
+def test_a_skip_of_zero_turns_the_fence_off(backend):
+    Sequence.objects.create(name="unfenced", step=10)
+    next_value("unfenced")
+    Sequence.objects.filter(name="unfenced").update(history="pg:another-server:1")
+    clear_cache()
+    assert next_value("unfenced") == 11
+
+
+@pytest.mark.django_db(transaction=True)
+def test_gapless_numbers_never_skip(backend):
+    Sequence.objects.create(name="gapless-fenced")
+    with transaction.atomic():
+        assert take("gapless-fenced", int, gapless=True) == 1
+    Sequence.objects.filter(name="gapless-fenced").update(history="pg:another-server:1")
+    with transaction.atomic():
+        assert take("gapless-fenced", int, gapless=True) == 2
+    assert Sequence.objects.get(name="gapless-fenced").history == server_history(connections["default"])
