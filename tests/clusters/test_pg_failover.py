@@ -49,7 +49,8 @@ def standby_pair(tmp_path):
         run_worker("migrate", pair, tmp_path, {}).wait(timeout=120)
         pair.primary.execute(  # a small step: many ranges, so the lost ones are many too
             "INSERT INTO django_segment_seq_sequence (name, value, step, min_value, max_value, cycle, version, "
-            "history, created, modified) VALUES ('failover', 0, 10, 1, 9223372036854775806, false, 0, '', now(), now())",
+            "history, created, modified) "
+            "VALUES ('failover', 0, 10, 1, 9223372036854775806, false, 0, '', now(), now())",
             DATABASE,
         )
         return pair

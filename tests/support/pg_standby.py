@@ -6,6 +6,7 @@ can be stopped first, so the standby falls behind by as long as a test wants, as
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -48,10 +49,8 @@ class Primary(PostgresServer):
     def crash(self) -> None:
         """SIGKILL every process of the server at once, as a power cut would end them."""
         for pid in self.pids():
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 class Standby(PostgresServer):
@@ -113,7 +112,5 @@ class StandbyPair:
                 if isinstance(server, Primary):
                     server.crash()
                 else:
-                    try:
+                    with contextlib.suppress(subprocess.CalledProcessError):
                         server.stop(crash=True)
-                    except subprocess.CalledProcessError:
-                        pass
