@@ -113,14 +113,24 @@ class SequenceAdmin(_SequenceAdminBase):
     ]
     list_filter = [SequenceFilter, "cycle"]
     search_fields = ["name"]
-    readonly_fields = ["base_sequence", "scope_shown", "period", "used", "left", "runs_out", "created", "modified"]
+    readonly_fields = [
+        "base_sequence",
+        "scope_shown",
+        "period",
+        "used",
+        "left",
+        "runs_out",
+        "created",
+        "modified",
+        "history",
+    ]
     # Each sequence, then its periods newest first (scope rows of one period by name).
     ordering = [Coalesce("base_name", "name").asc(), F("period").desc(nulls_first=True), "name"]
     fieldsets = [
         (None, {"fields": ["name", "value", "base_sequence", "scope_shown", "period"]}),
         (_("Allocation"), {"fields": ["step", "min_value", "max_value", "cycle"]}),
         (_("Use"), {"fields": ["used", "left", "runs_out"]}),
-        (_("History"), {"fields": ["created", "modified"]}),
+        (_("History"), {"fields": ["created", "modified", "history"]}),
     ]
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Sequence | None:
@@ -150,7 +160,7 @@ class SequenceAdmin(_SequenceAdminBase):
         elif obj.period is None:
             hidden.add("period")
         if obj is None:
-            hidden |= {"used", "left", "runs_out", "created", "modified"}
+            hidden |= {"used", "left", "runs_out", "created", "modified", "history"}
         shown: list[tuple[StrOrPromise | None, FieldOpts]] = []
         for title, options in super().get_fieldsets(request, obj):
             fields = [field for field in options["fields"] if field not in hidden]

@@ -207,3 +207,12 @@ def test_use_on_a_refused_form_is_the_stored_row(admin_client):
     page = admin_client.post(change_url(row), form_data(row, max_value=50)).content.decode()
     assert "must not be below the value" in page
     assert re.search(r"<meter [^>]*value=\"0\.100000\"", page) and "900" in page
+
+
+def test_change_form_shows_the_server_history_read_only(admin_client):
+    row = Sequence.objects.create(name="fenced", history="pg:7440219912938211391:3")
+    page = admin_client.get(change_url(row)).content.decode()
+    assert "pg:7440219912938211391:3" in page and 'name="history"' not in page  # shown, never an input
+    response = admin_client.post(change_url(row), {**form_data(row, step=20), "history": "forged"})
+    assert response.status_code == 302
+    assert Sequence.objects.get(pk=row.pk).history == "pg:7440219912938211391:3"

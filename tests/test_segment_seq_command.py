@@ -147,3 +147,12 @@ def test_backfill_shows_progress_and_resumes():
 def test_backfill_errors(args, message):
     with pytest.raises(CommandError, match=message):
         segment_seq("backfill", *args)
+
+
+def test_show_gives_the_server_history_of_the_last_range(backend):
+    next_value("order")
+    history = Sequence.objects.get(name="order").history
+    assert ("server history" in segment_seq("show", "order")) and (history or "(none recorded)") in segment_seq(
+        "show", "order"
+    )
+    assert json.loads(segment_seq("show", "order", "--json"))["history"] == history

@@ -60,6 +60,7 @@ def row_dict(row: Sequence) -> dict[str, Any]:
         "left": numbers_left(row),
         "created": row.created.isoformat(),
         "modified": row.modified.isoformat(),
+        "history": row.history,
     }
 
 

@@ -147,6 +147,7 @@ class Command(BaseCommand):
             ("left", sequence_rows.left(row)),
             ("created", row.created.isoformat(timespec="seconds")),
             ("modified", row.modified.isoformat(timespec="seconds")),
+            ("server history", row.history or "(none recorded)"),
         ]
         if row.base_name is not None:
             scope = [("scope", shown_scope(sequence_rows.scope(row)))] if sequence_rows.scope(row) else []
