@@ -49,9 +49,10 @@ CELLS = [
     Cell(django="5.2", python="3.11", suite="core", coverage=True),
 ]
 
-# Left out of the core suite: the folder of tests that start many processes, kill them or restart servers,
-# and elsewhere every test that starts worker processes through a fixture (the "processes" mark).
-NOT_CORE = "tests/processes"
+# Left out of the core suite: the folders of tests that start many processes, kill them or restart servers, or
+# start clusters of servers, and elsewhere every test that starts worker processes through a fixture (the
+# "processes" mark).
+NOT_CORE = ("tests/processes", "tests/clusters")
 
 
 DOCS_REQUIREMENTS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.6,<10"]
@@ -98,7 +99,7 @@ def tests(session: nox.Session, cell: Cell) -> None:
         return
     args = list(session.posargs)
     if cell.suite == "core":
-        args = [f"--ignore={NOT_CORE}", "-m", "not processes", *args]
+        args = [*(f"--ignore={folder}" for folder in NOT_CORE), "-m", "not processes", *args]
     env = {"SEGMENT_SEQ_CELL": cell.id}
     data = os.environ.get("SEGMENT_SEQ_COVERAGE_DATA")
     if cell.coverage and data:
