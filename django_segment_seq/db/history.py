@@ -15,10 +15,12 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 HISTORY_QUERIES = {
     # pg_current_wal_lsn() fails on a standby: a server in recovery is never written on.
     "postgresql": "SELECT system_identifier::text, pg_walfile_name(pg_current_wal_lsn()) FROM pg_control_system()",
-    "mysql": (
+    "mariadb": (
         "SELECT @@server_id, (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
         "WHERE VARIABLE_NAME = 'WSREP_CLUSTER_STATE_UUID')"
     ),
+    # MySQL has no Galera status table there; each server has an id of its own.
+    "mysql": "SELECT @@server_uuid, NULL",
 }
 # A Galera state id before the node has joined a cluster.
 NO_CLUSTER = {"", "00000000-0000-0000-0000-000000000000"}
@@ -35,12 +37,13 @@ def history_of(vendor: str, found: tuple[Any, ...]) -> str:
     server_id, cluster = found
     if cluster not in NO_CLUSTER and cluster is not None:
         return f"galera:{cluster}"
-    return f"mariadb:{server_id}"
+    return f"{vendor}:{server_id}"
 
 
 def server_history(connection: BaseDatabaseWrapper) -> str:
     """The history of the server `connection` is open on, asked once per session."""
-    query = HISTORY_QUERIES.get(connection.vendor)
+    flavour = "mariadb" if getattr(connection, "mysql_is_mariadb", False) else connection.vendor
+    query = HISTORY_QUERIES.get(flavour)
     if query is None:
         return ""
     connection.ensure_connection()
@@ -50,6 +53,6 @@ def server_history(connection: BaseDatabaseWrapper) -> str:
         return known[1]
     with connection.cursor() as cursor:
         cursor.execute(query)
-        history = history_of(connection.vendor, tuple(cursor.fetchone()))
+        history = history_of(flavour, tuple(cursor.fetchone()))
     _known[connection] = (session, history)
     return history
