@@ -16,5 +16,5 @@ BACKEND_OF = {"test_pg_failover.py": "postgres"}
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         wanted = BACKEND_OF.get(item.path.name)
-        if wanted is not None and settings.BACKEND != wanted:
+        if wanted is not None and wanted != settings.BACKEND:
             item.add_marker(pytest.mark.skip(reason=f"runs once, in the {wanted} job"))
