@@ -73,23 +73,31 @@ def run_worker(mode: str, pair: StandbyPair, tmp_path: Path, segment_seq: dict[s
     )  # fmt: skip
 
 
-def crash_and_promote(standby_pair, tmp_path, *, synchronous: bool, failover_skip: int | None) -> dict:
-    """Run six workers through a crash of the primary and the standby's promotion; what they handed out."""
+def crash_and_promote(
+    standby_pair, tmp_path, *, synchronous: bool, failover_skip: int | None, crash: bool = True
+) -> dict:
+    """Run six workers through a crash of the primary and the standby's promotion; what they handed out.
+
+    Without `crash` they run as long on a healthy pair: the figures to compare with.
+    """
     pair = standby_pair(synchronous)
     # Fixed ranges of 10, as measured: every worker goes back to the table many times a second.
     segment_seq: dict[str, object] = {"PREFETCH": False, "ADAPTIVE_STEP": False}
     if failover_skip is not None:
         segment_seq["FAILOVER_SKIP"] = failover_skip
     workers = [run_worker("take", pair, tmp_path, segment_seq, index) for index in range(WORKERS)]
+    started = time.monotonic()
+    promoted = 0.0
     try:
         time.sleep(1.0)
-        if not synchronous:
+        if not synchronous and crash:
             pair.primary.pause_replication()  # from here on, what the primary commits never reaches the standby
-            time.sleep(LAG)
-        crashed = time.monotonic()
-        pair.primary.crash()
-        pair.standby.promote()
-        promoted = time.monotonic() - crashed
+        time.sleep(LAG)
+        if crash:
+            crashed = time.monotonic()
+            pair.primary.crash()
+            pair.standby.promote()
+            promoted = time.monotonic() - crashed
         time.sleep(1.5)
     finally:
         (tmp_path / "stop").touch()
@@ -100,6 +108,7 @@ def crash_and_promote(standby_pair, tmp_path, *, synchronous: bool, failover_ski
                 worker.kill()
                 pytest.fail("a worker hung after the failover")
             assert worker.returncode == 0, err[-3000:]
+    elapsed = time.monotonic() - started
     runs = [json.loads((tmp_path / f"worker{index}.json").read_text()) for index in range(WORKERS)]
     numbers = [number for run in runs for number in run["numbers"]]
     errors: collections.Counter[str] = collections.Counter()
@@ -113,15 +122,24 @@ def crash_and_promote(standby_pair, tmp_path, *, synchronous: bool, failover_ski
         "errors": dict(errors),
         "longest_pause": max(run["longest_pause"] for run in runs),
         "promotion": promoted,
+        "per_second": len(numbers) / elapsed,
         "last_numbers": after,
     }
 
 
 def report(label: str, run: dict) -> None:
     print(
-        f"\n{label}: {len(run['numbers'])} numbers, {run['repeats']} repeats, errors {run['errors']}, "
+        f"\n{label}: {len(run['numbers'])} numbers ({run['per_second']:,.0f}/s), {run['repeats']} repeats, "
+        f"errors {run['errors']}, "
         f"promotion {run['promotion']:.2f} s, longest pause {run['longest_pause']:.2f} s"
     )
+
+
+def test_a_healthy_pair_for_comparison(standby_pair, tmp_path):
+    run = crash_and_promote(standby_pair, tmp_path, synchronous=False, failover_skip=None, crash=False)
+    report("asynchronous standby, no failover", run)
+    assert run["repeats"] == 0 and run["errors"] == {}
+    assert run["longest_pause"] < 10
 
 
 def test_synchronous_standby_loses_nothing_even_without_the_fence(standby_pair, tmp_path):
