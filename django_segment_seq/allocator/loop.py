@@ -10,6 +10,7 @@ LOCK_TIMEOUT for any lock, on any of these connections.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,8 @@ from django_segment_seq.exceptions import (
 )
 
 __all__ = ["Allocation", "allocate"]
+
+logger = logging.getLogger("django_segment_seq")
 
 
 @dataclass(slots=True)
@@ -266,6 +269,12 @@ def _compare_and_set(
                 if _try_compare_and_set(
                     cursor, sql.compare_and_set, [block.last, now, history, name, row.value, row.version]
                 ):
+                    if skip:
+                        logger.warning(
+                            "Sequence %r: its last range was taken on server history %s, this one on %s (a failover "
+                            "since): skipped numbers %d to %d (FAILOVER_SKIP).",
+                            name, row.history, history, row.value + 1, row.value + skip,
+                        )  # fmt: skip
                     break
                 _lost(result, name, settings)
     except DatabaseError as exc:

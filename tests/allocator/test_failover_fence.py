@@ -55,7 +55,7 @@ def test_every_range_records_the_history_it_was_taken_on(backend):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_row_written_on_another_history_skips_before_its_next_range(backend):
+def test_a_row_written_on_another_history_skips_before_its_next_range(backend, caplog):
     if backend == "sqlite":
         pytest.skip("SQLite has one file and no failover: its rows record no history")
     Sequence.objects.create(name="fenced", step=10)
@@ -64,6 +64,7 @@ def test_a_row_written_on_another_history_skips_before_its_next_range(backend):
     clear_cache()
     skip = app_settings()["FAILOVER_SKIP"]
     assert next_value("fenced") == 10 + skip + 1
+    assert f"skipped numbers 11 to {10 + skip} (FAILOVER_SKIP)" in caplog.text  # the gap is explained in the log
     row = Sequence.objects.get(name="fenced")
     assert row.value == 10 + skip + 10 and row.history == server_history(connections["default"])
     clear_cache()
