@@ -1,30 +1,12 @@
 """System checks of check digits (E043-E046) and concealment (E046-E049), each problem with its own id."""
 
 import pytest
-from django.core import checks
 from django.db import models
 from django.test import override_settings
 from django.test.utils import isolate_apps
 
 from django_segment_seq import SequenceField
-
-
-def check_ids(**options):
-    """The django_segment_seq check ids of a model with one SequenceField("seq", **options)."""
-
-    @isolate_apps("tests.testapp")
-    def build():
-        class Model(models.Model):
-            number = SequenceField("seq", **options)
-
-            class Meta:
-                app_label = "testapp"
-
-        return Model._meta.get_field("number").check()
-
-    messages = build()
-    assert all(isinstance(m, checks.Error) and m.hint for m in messages if m.id.startswith("django_segment_seq"))
-    return sorted(m.id for m in messages if m.id.startswith("django_segment_seq"))
+from tests.fields.test_flow_checks import check_ids
 
 
 @pytest.mark.parametrize(
