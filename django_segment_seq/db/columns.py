@@ -24,6 +24,21 @@ def fill_at_save(kwargs: dict[str, Any]) -> None:
         kwargs["default"] = filled_at_save
 
 
+def empty_key_part(field: models.Field[Any, Any]) -> bool:
+    """Whether `field` is part of a composite primary key with no default of its own, so a new instance holds None.
+
+    Django numbers a key part that is None before it looks the key up; a text field's usual '' would instead make
+    save() UPDATE the row whose text is empty and never take a number.
+    """
+    model = getattr(field, "model", None)
+    return (
+        model is not None
+        and model._meta.is_composite_pk
+        and not field.has_default()
+        and field in model._meta.pk_fields
+    )
+
+
 def deconstruct_fill_at_save(kwargs: dict[str, Any]) -> None:
     """Leave the defaults fill_at_save() set out of migrations, so they stay as short as Django writes them."""
     if kwargs.get("blank") is True:
