@@ -31,12 +31,15 @@ def empty_key_part(field: models.Field[Any, Any]) -> bool:
     save() UPDATE the row whose text is empty and never take a number.
     """
     model = getattr(field, "model", None)
-    return (
-        model is not None
-        and model._meta.is_composite_pk
-        and not field.has_default()
-        and field in model._meta.pk_fields
-    )
+    return model is not None and in_composite_key(model, field) and not field.has_default()
+
+
+def in_composite_key(model: type[models.Model], field: models.Field[Any, Any]) -> bool:
+    """Whether `field` is one of the fields of `model`'s CompositePrimaryKey, which may name it by name or attname."""
+    key = model._meta.pk
+    if not isinstance(key, models.CompositePrimaryKey):
+        return False
+    return field.name in key.field_names or field.attname in key.field_names
 
 
 def deconstruct_fill_at_save(kwargs: dict[str, Any]) -> None:

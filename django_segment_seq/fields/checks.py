@@ -9,6 +9,7 @@ from django.core import checks
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models, router
 
+from django_segment_seq.db.columns import in_composite_key
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import (
     DERIVED_MARK,
@@ -438,6 +439,7 @@ class SequenceFieldChecks(SequenceFieldBase):
         return [
             *self._check_scope_room(names),
             *self._check_scoped_primary_key(),
+            *self._check_scope_inside_key(names),
             *self._check_shared_scope(),
             *self._check_scoped_unique(names),
         ]
@@ -523,9 +525,31 @@ class SequenceFieldChecks(SequenceFieldBase):
             checks.Error(
                 "SequenceField scope on an integer primary key: every scope counts from min_value, so two scopes "
                 "would hand out the same key.",
-                hint="Keep the primary key unscoped and give the scoped number a field of its own.",
+                hint="Keep the primary key unscoped and give the scoped number a field of its own, or make the key "
+                "composite: pk = models.CompositePrimaryKey(<the scope fields>, <this field>).",
                 obj=self,
                 id="django_segment_seq.E026",
+            )
+        ]
+
+    def _check_scope_inside_key(self, names: tuple[str, ...]) -> list[checks.CheckMessage]:
+        """In a composite primary key, the number repeats in every scope, so each scope field must be in the key too."""
+        key = self.model._meta.pk
+        if not isinstance(key, models.CompositePrimaryKey) or not in_composite_key(self.model, self):
+            return []
+        outside = tuple(
+            name for name in names if not in_composite_key(self.model, self.model._meta.get_field(name))
+        )
+        if not outside or self._format_shows_scope(outside):
+            return []
+        return [
+            checks.Error(
+                f"SequenceField {self.model._meta.label}.{self.name} is in the primary key {key.field_names!r} but "
+                f"scoped by {', '.join(outside)}, which is not: each of its values counts from min_value, so two "
+                "rows would get the same key.",
+                hint=f"Put {', '.join(outside)} in the CompositePrimaryKey too, or drop it from scope.",
+                obj=self,
+                id="django_segment_seq.E040",
             )
         ]
 

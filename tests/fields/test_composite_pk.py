@@ -173,3 +173,29 @@ def keyed_model_messages(scope, key=("company", "number"), **field_options) -> l
         return Model._meta.get_field("number").check()
 
     return [message for message in build() if message.id.startswith("django_segment_seq")]
+
+
+def test_a_number_scoped_by_the_rest_of_the_key_passes():
+    assert keyed_model_messages(["company"]) == []
+    assert keyed_model_messages(["company_id"]) == []
+    assert keyed_model_messages(None) == []  # one counter for the table: unique on its own
+    assert keyed_model_messages(["company", "kind"], key=("company", "kind", "number")) == []
+
+
+def test_a_scope_field_outside_the_key_would_repeat_keys():
+    messages = keyed_model_messages(["company", "kind"])
+    assert [message.id for message in messages] == ["django_segment_seq.E040"]
+    assert "scoped by kind, which is not" in messages[0].msg
+    assert "Put kind in the CompositePrimaryKey" in messages[0].hint
+
+
+def test_a_scope_outside_the_key_shown_in_the_text_keeps_keys_apart():
+    assert keyed_model_messages(["company", "kind"], format="{instance.kind}-{value:04d}") == []
+    shown = keyed_model_messages(["company", "kind"], format="{value:04d}")
+    assert [message.id for message in shown] == ["django_segment_seq.E040"]
+
+
+def test_a_key_naming_a_missing_field_does_not_break_the_check():
+    # Django's models.E042 reports the missing field; this check still sees "kind" outside the key.
+    messages = keyed_model_messages(["kind"], key=("nothing", "number"))
+    assert [message.id for message in messages] == ["django_segment_seq.E040"]
