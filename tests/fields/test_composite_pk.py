@@ -199,3 +199,53 @@ def test_a_key_naming_a_missing_field_does_not_break_the_check():
     # Django's models.E042 reports the missing field; this check still sees "kind" outside the key.
     messages = keyed_model_messages(["kind"], key=("nothing", "number"))
     assert [message.id for message in messages] == ["django_segment_seq.E040"]
+
+
+# the segment_seq command
+
+
+def segment_seq(*args: str) -> str:
+    out = io.StringIO()
+    call_command("segment_seq", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_list_and_show_the_rows_of_each_company(acme, globex):
+    for company in (acme, globex, acme):
+        KeyedInvoice.objects.create(company=company)
+    listed = segment_seq("list")
+    assert f"company={acme.pk}" in listed and f"company={globex.pk}" in listed
+    shown = segment_seq("show", f"keyed-invoice@company={acme.pk}")
+    assert f"keyed-invoice@company={acme.pk}" in shown
+
+
+def test_sync_moves_an_unscoped_number_in_the_key(acme):
+    KeyedLine.objects.create(company=acme, line=41)
+    assert "Sequence 'keyed-line' moved from 0 to 41" in segment_seq("sync", "testapp.KeyedLine.line")
+    assert KeyedLine.objects.create(company=acme).pk == (acme.pk, 42)
+
+
+def test_sync_refuses_a_scoped_number_in_the_key_as_any_scoped_field(acme):
+    KeyedInvoice.objects.create(company=acme, number=7)
+    with pytest.raises(CommandError, match="scoped by company: sync moves one counter per column"):
+        segment_seq("sync", "testapp.KeyedInvoice.number")
+
+
+@pytest.mark.parametrize(
+    "label", ["testapp.KeyedInvoice.number", "testapp.KeyedCredit.code", "testapp.KeyedLine.line"]
+)
+def test_backfill_refuses_a_number_in_the_key(acme, label):
+    KeyedCredit.objects.create(company=acme)
+    KeyedCredit.objects.update(code="")  # an empty text a backfill might take for a number still to give
+    with pytest.raises(CommandError, match=r"is part of the primary key \(company, \w+\), which is never empty"):
+        segment_seq("backfill", label)
+    assert KeyedCredit.objects.get().code == ""
+
+
+@pytest.mark.parametrize("model", [KeyedInvoice, KeyedCredit], ids=["integer", "formatted"])
+def test_fill_empty_and_count_empty_refuse_a_number_in_the_key(model):
+    name = model._meta.pk_fields[1].name
+    with pytest.raises(ValueError, match="part of the primary key"):
+        count_empty(model, name)
+    with pytest.raises(ValueError, match="part of the primary key"):
+        fill_empty(model, name)
