@@ -9,7 +9,7 @@ from django.core import checks
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models, router
 
-from django_segment_seq.db.columns import in_composite_key
+from django_segment_seq.db.columns import concrete_field, in_composite_key
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import (
     DERIVED_MARK,
@@ -537,9 +537,7 @@ class SequenceFieldChecks(SequenceFieldBase):
         key = self.model._meta.pk
         if not isinstance(key, models.CompositePrimaryKey) or not in_composite_key(self.model, self):
             return []
-        outside = tuple(
-            name for name in names if not in_composite_key(self.model, self.model._meta.get_field(name))
-        )
+        outside = tuple(name for name in names if not in_composite_key(self.model, concrete_field(self.model, name)))
         if not outside or self._format_shows_scope(outside):
             return []
         return [

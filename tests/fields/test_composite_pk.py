@@ -231,9 +231,7 @@ def test_sync_refuses_a_scoped_number_in_the_key_as_any_scoped_field(acme):
         segment_seq("sync", "testapp.KeyedInvoice.number")
 
 
-@pytest.mark.parametrize(
-    "label", ["testapp.KeyedInvoice.number", "testapp.KeyedCredit.code", "testapp.KeyedLine.line"]
-)
+@pytest.mark.parametrize("label", ["testapp.KeyedInvoice.number", "testapp.KeyedCredit.code", "testapp.KeyedLine.line"])
 def test_backfill_refuses_a_number_in_the_key(acme, label):
     KeyedCredit.objects.create(company=acme)
     KeyedCredit.objects.update(code="")  # an empty text a backfill might take for a number still to give

@@ -1,8 +1,8 @@
 """The user project, driven through its manage.py: migrations that number 10,000 existing rows, and segment_seq."""
 
 import json
-import shutil
 import re
+import shutil
 
 import pytest
 
@@ -118,7 +118,7 @@ def test_manage_py_test_runs_on_a_database_of_its_own(user_project):
     assert "_test" in run.stderr  # Django's test database, made from the throw-away name and dropped after
 
 
-BILLING_MODELS = '''
+BILLING_MODELS = """
 from django.db import models
 
 from django_segment_seq import SequenceField
@@ -138,7 +138,7 @@ class CompanyCredit(models.Model):
     pk = models.CompositePrimaryKey("company", "code")
     company = models.ForeignKey(Company, on_delete=models.CASCADE)
     code = SequenceField("cinv", format="INV-{value:06d}", scope=["company"])
-'''
+"""
 
 BILLING_USE = (
     "from billing.models import Company, CompanyInvoice, CompanyCredit; "
@@ -173,7 +173,8 @@ def test_a_number_inside_a_composite_primary_key_through_makemigrations_and_migr
     migration = (billing / "migrations" / "0001_initial.py").read_text()
     assert "models.CompositePrimaryKey('company', 'number'" in migration
     assert "django_segment_seq.fields.SequenceField(scope=['company'], sequence_name='company-invoice')" in migration
-    assert "SequenceField(format='INV-{value:06d}', max_length=32, scope=['company'], sequence_name='cinv')" in migration
+    credit = "SequenceField(format='INV-{value:06d}', max_length=32, scope=['company'], sequence_name='cinv')"
+    assert credit in migration
     user_project.manage("migrate", "--noinput").check()
     current = user_project.manage("makemigrations", "--check", "--dry-run").check()
     assert "No changes detected" in current.stdout
