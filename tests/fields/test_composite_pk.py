@@ -73,6 +73,23 @@ def test_save_of_a_new_instance_leaves_a_row_with_an_empty_text_alone(acme):
     assert sorted(KeyedCredit.objects.values_list("code", "note")) == [("", "old"), ("CR-000002", "new")]
 
 
+def test_save_with_force_insert_inserts_at_once(acme):
+    credit = KeyedCredit(company=acme, note="x")
+    with CaptureQueriesContext(connection) as queries:
+        credit.save(force_insert=True)
+    assert [sql.split()[0] for sql in table_queries(KeyedCredit, queries.captured_queries)] == ["INSERT"]
+    assert credit.pk == (acme.pk, "CR-000001")
+
+
+def test_save_after_an_import_the_sequence_was_not_moved_past_finds_the_imported_row(acme):
+    """What docs/scopes.md warns of: Django updates the row whose key save() is given, as for any whole key."""
+    KeyedCredit.objects.create(company=acme, code="CR-000001", note="imported")
+    new = KeyedCredit(company=acme, note="new")
+    new.save()
+    assert new.pk == (acme.pk, "CR-000001")
+    assert list(KeyedCredit.objects.values_list("code", "note")) == [("CR-000001", "new")]
+
+
 def test_saving_an_existing_instance_updates_it_and_keeps_its_number(acme):
     credit = KeyedCredit.objects.create(company=acme, note="draft")
     key = credit.pk
