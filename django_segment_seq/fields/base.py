@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db import models
 
-from django_segment_seq.db.columns import deconstruct_fill_at_save, empty_key_part, fill_at_save
+from django_segment_seq.db.columns import deconstruct_fill_at_save, fill_at_save
 from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.resets import Reset
 
@@ -70,12 +70,6 @@ class SequenceFieldBase(FieldBase):
             kwargs["gapless"] = self.gapless
         if self.scope is not None:
             kwargs["scope"] = self.scope
-
-    def get_default(self) -> Any:
-        """None in a composite primary key, so Django numbers the key before it looks it up (see empty_key_part)."""
-        if empty_key_part(self):
-            return None
-        return super().get_default()
 
     def save_form_data(self, instance: models.Model, data: Any) -> None:
         """On a change form, an emptied field keeps its stored number: only an explicit new value is written."""
