@@ -440,6 +440,7 @@ class SequenceFieldChecks(SequenceFieldBase):
             *self._check_scope_room(names),
             *self._check_scoped_primary_key(),
             *self._check_scope_inside_key(names),
+            *self._check_key_scope_set_before_save(names),
             *self._check_shared_scope(),
             *self._check_scoped_unique(names),
         ]
@@ -551,6 +552,25 @@ class SequenceFieldChecks(SequenceFieldBase):
             )
         ]
 
+    def _check_key_scope_set_before_save(self, names: tuple[str, ...]) -> list[checks.CheckMessage]:
+        """Django numbers a composite key before any field's pre_save, so a scope field filled there is still empty."""
+        if not in_composite_key(self.model, self):
+            return []
+        late = [name for name in names if filled_by_pre_save(concrete_field(self.model, name))]
+        if not late:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField {self.model._meta.label}.{self.name} is in the primary key and scoped by "
+                f"{', '.join(late)}, which is only filled at save, after Django numbers the key: every save would "
+                "find the scope empty.",
+                hint="Scope by fields the instance has before save(): set the date yourself (default=date.today "
+                "instead of auto_now_add), or scope by another field.",
+                obj=self,
+                id="django_segment_seq.E041",
+            )
+        ]
+
     def _check_scoped_unique(self, names: tuple[str, ...]) -> list[checks.CheckMessage]:
         if not self.unique or self._format_shows_scope(names):
             return []
@@ -611,6 +631,13 @@ def resolved_scope(model: type[models.Model], scope: Any) -> tuple[str, ...]:
         except FieldDoesNotExist:
             resolved.append(name)
     return tuple(resolved)
+
+
+def filled_by_pre_save(field: models.Field[Any, Any]) -> bool:
+    """Whether `field` gets its value only in pre_save at INSERT: an auto_now(_add) date or time, or a SequenceField."""
+    return bool(getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)) or isinstance(
+        field, SequenceFieldBase
+    )
 
 
 AUTO_FIELDS = (models.AutoField, models.BigAutoField, models.SmallAutoField)

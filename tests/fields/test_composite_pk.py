@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.db import IntegrityError, connection, models, transaction
 from django.test.utils import CaptureQueriesContext, isolate_apps
 
-from django_segment_seq import SequenceField, fill_sequences
+from django_segment_seq import SequenceField, SequenceScopeError, fill_sequences
 from django_segment_seq.backfill import count_empty, fill_empty
 from django_segment_seq.models import Sequence
 from tests.testapp.models import Company, KeyedCredit, KeyedInvoice, KeyedLine
@@ -264,3 +264,51 @@ def test_fill_empty_and_count_empty_refuse_a_number_in_the_key(model):
         count_empty(model, name)
     with pytest.raises(ValueError, match="part of the primary key"):
         fill_empty(model, name)
+
+
+def test_a_scope_field_django_fills_at_save_is_empty_when_the_key_is_numbered():
+    """Django numbers a key (get_pk_value_on_save) before any field's pre_save: an auto_now_add date is still None."""
+
+    @isolate_apps("tests.testapp")
+    def build():
+        class DailyKeyed(models.Model):
+            pk = models.CompositePrimaryKey("day", "number")
+            day = models.DateField(auto_now_add=True)
+            number = SequenceField("keyed-daily", scope=["day"])
+
+            class Meta:
+                app_label = "testapp"
+
+        with pytest.raises(SequenceScopeError, match="scope field 'day' is empty"):
+            DailyKeyed._meta.pk.get_pk_value_on_save(DailyKeyed())
+        return DailyKeyed._meta.get_field("number").check()
+
+    messages = [message for message in build() if message.id.startswith("django_segment_seq")]
+    assert [message.id for message in messages] == ["django_segment_seq.E041"]
+    assert "scoped by day, which is only filled at save, after Django numbers the key" in messages[0].msg
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"day": models.DateField(auto_now=True)},
+        {"day": models.DateTimeField(auto_now_add=True)},
+        {"day": SequenceField("keyed-day")},
+    ],
+    ids=["auto_now", "datetime-auto_now_add", "sequence-field"],
+)
+def test_every_field_filled_at_save_is_refused_as_a_key_scope(extra):
+    @isolate_apps("tests.testapp")
+    def build():
+        attrs = {
+            "__module__": __name__,
+            "Meta": type("Meta", (), {"app_label": "testapp"}),
+            "pk": models.CompositePrimaryKey("day", "number"),
+            **extra,
+            "number": SequenceField("keyed-daily", scope=["day"]),
+        }
+        return type("DailyKeyed", (models.Model,), attrs)._meta.get_field("number").check()
+
+    assert [message.id for message in build() if message.id.startswith("django_segment_seq")] == [
+        "django_segment_seq.E041"
+    ]
