@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext, isolate_apps
 from django_segment_seq import SequenceField, SequenceScopeError, fill_sequences
 from django_segment_seq.backfill import count_empty, fill_empty
 from django_segment_seq.models import Sequence
-from tests.testapp.models import Company, KeyedCredit, KeyedInvoice, KeyedLine
+from tests.testapp.models import Company, DailyOrder, KeyedCredit, KeyedInvoice, KeyedLine
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,6 +71,14 @@ def test_save_of_a_new_instance_leaves_a_row_with_an_empty_text_alone(acme):
     new.save()
     assert new.code == "CR-000002"
     assert sorted(KeyedCredit.objects.values_list("code", "note")) == [("", "old"), ("CR-000002", "new")]
+
+
+def test_only_a_formatted_number_inside_a_key_starts_as_none():
+    assert KeyedCredit().code is None
+    assert KeyedCredit().note == ""
+    assert DailyOrder().order_no == ""  # outside a key, a formatted field keeps a CharField's default
+    assert SequenceField("unbound", format="{value}").get_default() == ""
+    assert KeyedCredit(code="CR-000009").code == "CR-000009"
 
 
 def test_save_with_force_insert_inserts_at_once(acme):
