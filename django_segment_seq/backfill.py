@@ -13,7 +13,7 @@ from django.db import connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_segment_seq.api import next_values
-from django_segment_seq.db.columns import column_of, concrete_field
+from django_segment_seq.db.columns import column_of, concrete_field, in_composite_key
 from django_segment_seq.db.statements import fill_if_empty
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.sequence import FormattedSequenceField
@@ -47,10 +47,17 @@ class FillResult:
 
 
 def fillable_field(model: type[models.Model], field_name: str) -> SequenceFieldBase:
-    """The SequenceField to fill; ValueError for other fields and for a primary key, which is never empty."""
+    """The SequenceField to fill; ValueError for other fields and for a primary key or part of one, never empty."""
     field = sequence_field(model, field_name)
     if field.primary_key:
         raise ValueError(f"{model._meta.label}.{field.name} is the primary key, which is never empty.")
+    key = model._meta.pk
+    if isinstance(key, models.CompositePrimaryKey) and in_composite_key(model, field):
+        # An empty text in a key is a row's own key, not a number still to give: changing it would re-key the row.
+        raise ValueError(
+            f"{model._meta.label}.{field.name} is part of the primary key ({', '.join(key.field_names)}), "
+            "which is never empty: every row was numbered when it was inserted."
+        )
     return field
 
 

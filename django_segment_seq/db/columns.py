@@ -24,6 +24,24 @@ def fill_at_save(kwargs: dict[str, Any]) -> None:
         kwargs["default"] = filled_at_save
 
 
+def empty_key_part(field: models.Field[Any, Any]) -> bool:
+    """Whether `field` is part of a composite primary key with no default of its own, so a new instance holds None.
+
+    Django numbers a key part that is None before it looks the key up; a text field's usual '' would instead make
+    save() UPDATE the row whose text is empty and never take a number.
+    """
+    model = getattr(field, "model", None)
+    return model is not None and in_composite_key(model, field) and not field.has_default()
+
+
+def in_composite_key(model: type[models.Model], field: models.Field[Any, Any]) -> bool:
+    """Whether `field` is one of the fields of `model`'s CompositePrimaryKey, which may name it by name or attname."""
+    key = model._meta.pk
+    if not isinstance(key, models.CompositePrimaryKey):
+        return False
+    return field.name in key.field_names or field.attname in key.field_names
+
+
 def deconstruct_fill_at_save(kwargs: dict[str, Any]) -> None:
     """Leave the defaults fill_at_save() set out of migrations, so they stay as short as Django writes them."""
     if kwargs.get("blank") is True:

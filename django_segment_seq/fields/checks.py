@@ -9,6 +9,7 @@ from django.core import checks
 from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models, router
 
+from django_segment_seq.db.columns import concrete_field, in_composite_key
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import (
     DERIVED_MARK,
@@ -441,6 +442,8 @@ class SequenceFieldChecks(SequenceFieldBase):
         return [
             *self._check_scope_room(names),
             *self._check_scoped_primary_key(),
+            *self._check_scope_inside_key(names),
+            *self._check_key_scope_set_before_save(names),
             *self._check_shared_scope(),
             *self._check_scoped_unique(names),
         ]
@@ -526,9 +529,48 @@ class SequenceFieldChecks(SequenceFieldBase):
             checks.Error(
                 "SequenceField scope on an integer primary key: every scope counts from min_value, so two scopes "
                 "would hand out the same key.",
-                hint="Keep the primary key unscoped and give the scoped number a field of its own.",
+                hint="Keep the primary key unscoped and give the scoped number a field of its own, or make the key "
+                "composite: pk = models.CompositePrimaryKey(<the scope fields>, <this field>).",
                 obj=self,
                 id="django_segment_seq.E026",
+            )
+        ]
+
+    def _check_scope_inside_key(self, names: tuple[str, ...]) -> list[checks.CheckMessage]:
+        """In a composite primary key, the number repeats in every scope, so each scope field must be in the key too."""
+        key = self.model._meta.pk
+        if not isinstance(key, models.CompositePrimaryKey) or not in_composite_key(self.model, self):
+            return []
+        outside = tuple(name for name in names if not in_composite_key(self.model, concrete_field(self.model, name)))
+        if not outside or self._format_shows_scope(outside):
+            return []
+        return [
+            checks.Error(
+                f"SequenceField {self.model._meta.label}.{self.name} is in the primary key {key.field_names!r} but "
+                f"scoped by {', '.join(outside)}, which is not: each of its values counts from min_value, so two "
+                "rows would get the same key.",
+                hint=f"Put {', '.join(outside)} in the CompositePrimaryKey too, or drop it from scope.",
+                obj=self,
+                id="django_segment_seq.E040",
+            )
+        ]
+
+    def _check_key_scope_set_before_save(self, names: tuple[str, ...]) -> list[checks.CheckMessage]:
+        """Django numbers a composite key before any field's pre_save, so a scope field filled there is still empty."""
+        if not in_composite_key(self.model, self):
+            return []
+        late = [name for name in names if filled_by_pre_save(concrete_field(self.model, name))]
+        if not late:
+            return []
+        return [
+            checks.Error(
+                f"SequenceField {self.model._meta.label}.{self.name} is in the primary key and scoped by "
+                f"{', '.join(late)}, which is only filled at save, after Django numbers the key: every save would "
+                "find the scope empty.",
+                hint="Scope by fields the instance has before save(): set the date yourself (default=date.today "
+                "instead of auto_now_add), or scope by another field.",
+                obj=self,
+                id="django_segment_seq.E041",
             )
         ]
 
@@ -592,6 +634,13 @@ def resolved_scope(model: type[models.Model], scope: Any) -> tuple[str, ...]:
         except FieldDoesNotExist:
             resolved.append(name)
     return tuple(resolved)
+
+
+def filled_by_pre_save(field: models.Field[Any, Any]) -> bool:
+    """Whether `field` gets its value only in pre_save at INSERT: an auto_now(_add) date or time, or a SequenceField."""
+    return bool(getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False)) or isinstance(
+        field, SequenceFieldBase
+    )
 
 
 AUTO_FIELDS = (models.AutoField, models.BigAutoField, models.SmallAutoField)

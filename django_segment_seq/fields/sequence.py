@@ -10,7 +10,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from django_segment_seq.api import next_value
-from django_segment_seq.db.columns import concrete_field, filled_at_save
+from django_segment_seq.db.columns import concrete_field, empty_key_part, filled_at_save
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import NAME_MAX_LENGTH, period_row_name
 from django_segment_seq.fields.checks import SequenceFieldChecks
@@ -186,6 +186,13 @@ class FormattedSequenceField(SequenceFieldChecks, _TextBase):
             raise ValueError(
                 f"{self.model._meta.label}.{self.name}: reset_on={self.reset_on!r} holds {value!r}: {exc}"
             ) from None
+
+    def get_default(self) -> Any:
+        """None, not '', in a composite primary key, so Django numbers the key before it looks it up (an integer
+        field's default is None already)."""
+        if empty_key_part(self):
+            return None
+        return super().get_default()
 
     def get_pk_value_on_save(self, instance: models.Model) -> str:
         """Number a new primary key before Django decides between INSERT and UPDATE, and before bulk_create."""

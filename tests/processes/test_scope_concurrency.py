@@ -5,7 +5,7 @@ import pytest
 from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
 from tests.support.workers import SCOPE_FACTOR
-from tests.testapp.models import Company, CompanyOrder, CompanyReceipt
+from tests.testapp.models import Company, CompanyOrder, CompanyReceipt, KeyedInvoice
 
 WORKERS = 4
 
@@ -48,3 +48,19 @@ def test_gapless_processes_number_each_scope_without_gaps(run_workers):
         stored = CompanyReceipt.objects.filter(company=company).values_list("number", flat=True)
         assert sorted(stored) == sorted(numbers)
     assert sum(len(numbers) for numbers in split.values()) == WORKERS * 60
+
+
+def test_processes_number_a_composite_key_per_company_without_repeats(run_workers):
+    """The number inside CompositePrimaryKey("company", "number"): create(), save() and bulk_create from 4 processes."""
+    companies = [Company.objects.create(code=code) for code in ("A", "B")]
+    Sequence.objects.create(name="keyed-invoice", min_value=1, step=5)  # small ranges: many allocations per company
+    ids = ",".join(str(company.pk) for company in companies)
+    results = run_workers([("keyed-save", ids, 150)] * WORKERS, timeout=240)
+    split = per_scope(results)
+    assert sorted(split) == [company.pk for company in companies]
+    for company in companies:
+        numbers = assert_unique(split[company.pk])
+        assert min(numbers) == 1
+        stored = KeyedInvoice.objects.filter(company=company).values_list("number", flat=True)
+        assert sorted(stored) == sorted(numbers)  # every key a worker was given is a row, and no row twice
+    assert KeyedInvoice.objects.count() == sum(len(got) for got in results)

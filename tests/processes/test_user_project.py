@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -115,3 +116,74 @@ def test_manage_py_test_runs_on_a_database_of_its_own(user_project):
     assert run.returncode == 0, run.output
     assert "Ran 1 test" in run.stderr and "OK" in run.stderr
     assert "_test" in run.stderr  # Django's test database, made from the throw-away name and dropped after
+
+
+BILLING_MODELS = """
+from django.db import models
+
+from django_segment_seq import SequenceField
+
+
+class Company(models.Model):
+    name = models.CharField(max_length=50)
+
+
+class CompanyInvoice(models.Model):
+    pk = models.CompositePrimaryKey("company", "number")
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    number = SequenceField("company-invoice", scope=["company"])
+
+
+class CompanyCredit(models.Model):
+    pk = models.CompositePrimaryKey("company", "code")
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    code = SequenceField("cinv", format="INV-{value:06d}", scope=["company"])
+"""
+
+BILLING_USE = (
+    "from billing.models import Company, CompanyInvoice, CompanyCredit; "
+    "a, b = Company.objects.create(name='a'), Company.objects.create(name='b'); "
+    "print(*[CompanyInvoice.objects.create(company=c).number for c in (a, b, a)]); "
+    "new = CompanyInvoice(company=b); new.save(); print(new.number); "
+    "print(*[i.number for i in CompanyInvoice.objects.bulk_create([CompanyInvoice(company=a) for _ in range(2)])]); "
+    "print(CompanyInvoice.objects.get(pk=(a.pk, 4)).pk == (a.pk, 4), "
+    "CompanyInvoice.objects.filter(pk__in=[(a.pk, 1), (b.pk, 2), (b.pk, 9)]).count()); "
+    "print(*[CompanyCredit.objects.create(company=c).code for c in (b, a, b)]); "
+    "from django.db import IntegrityError\n"
+    "try:\n    CompanyInvoice.objects.create(company=a, number=1)\n"
+    "except IntegrityError:\n    print('key held')"
+)
+
+
+def test_a_number_inside_a_composite_primary_key_through_makemigrations_and_migrate(user_project, tmp_path):
+    """A user's app with a SequenceField in a CompositePrimaryKey: its migration is written, applied and used."""
+    project = tmp_path / "project"
+    shutil.copytree(user_project.directory, project, ignore=shutil.ignore_patterns("__pycache__"))
+    billing = project / "billing"
+    (billing / "migrations").mkdir(parents=True)
+    (billing / "__init__.py").write_text("")
+    (billing / "migrations" / "__init__.py").write_text("")
+    (billing / "models.py").write_text(BILLING_MODELS)
+    settings = project / "userproject" / "settings.py"
+    settings.write_text(settings.read_text() + '\nINSTALLED_APPS += ["billing"]\n')
+    user_project.directory = project
+
+    made = user_project.manage("makemigrations", "billing").check()
+    assert "Create model CompanyInvoice" in made.stdout, made.stdout
+    migration = (billing / "migrations" / "0001_initial.py").read_text()
+    assert "models.CompositePrimaryKey('company', 'number'" in migration
+    assert "django_segment_seq.fields.SequenceField(scope=['company'], sequence_name='company-invoice')" in migration
+    credit = "SequenceField(format='INV-{value:06d}', max_length=32, scope=['company'], sequence_name='cinv')"
+    assert credit in migration
+    user_project.manage("migrate", "--noinput").check()
+    current = user_project.manage("makemigrations", "--check", "--dry-run").check()
+    assert "No changes detected" in current.stdout
+    checked = user_project.manage("check").check()
+    assert "no issues" in checked.stdout
+
+    used = user_project.manage("shell", "-v", "0", "-c", BILLING_USE).check().stdout.splitlines()
+    assert used == ["1 1 2", "2", "3 4", "True 2", "INV-000001 INV-000001 INV-000002", "key held"]
+    listing = user_project.manage("segment_seq", "list").check().stdout
+    assert "company=1" in listing and "company=2" in listing
+    refused = user_project.manage("segment_seq", "backfill", "billing.CompanyInvoice.number")
+    assert refused.returncode == 1 and "part of the primary key (company, number)" in refused.stderr

@@ -217,6 +217,30 @@ def scope_gapless(companies: str, count: int) -> list[int]:
     return got
 
 
+def keyed_save(companies: str, count: int) -> list[int]:
+    """KeyedInvoices (the number inside a composite key) for the companies in turn, by create(), save() of a new
+    instance and bulk_create of three; writes company id * 10**12 + number."""
+    from tests.testapp.models import KeyedInvoice
+
+    ids = [int(pk) for pk in companies.split(",")]
+    offset = os.getpid() % len(ids)
+    got: list[int] = []
+    for i in itertools.count():
+        if len(got) >= count:
+            return got
+        pk = ids[(i + offset) % len(ids)]
+        if i % 3 == 0:
+            made = [KeyedInvoice.objects.create(company_id=pk)]
+        elif i % 3 == 1:
+            invoice = KeyedInvoice(company_id=pk)
+            invoice.save()
+            made = [invoice]
+        else:
+            made = KeyedInvoice.objects.bulk_create([KeyedInvoice(company_id=company) for company in ids * 2])
+        got.extend(invoice.company_id * SCOPE_FACTOR + invoice.number for invoice in made)
+    return got
+
+
 SCOPE_FACTOR = 10**12
 
 
@@ -246,6 +270,7 @@ FLOW_MODES = {
     "scope-save": scope_save,
     "scope-gapless": scope_gapless,
     "disguised-save": disguised_save,
+    "keyed-save": keyed_save,
 }
 
 

@@ -261,3 +261,28 @@ class ShopOrder(models.Model):
 
 class ConcealedTicket(models.Model):
     number = SequenceField("concealed-ticket", format="T{date:%y}{value:07d}", reset="yearly", conceal=True)
+
+
+class KeyedInvoice(models.Model):
+    """A number inside a composite primary key: (company, number), each company counting from min_value."""
+
+    pk = models.CompositePrimaryKey("company", "number")
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    number = SequenceField("keyed-invoice", scope=["company"])
+
+
+class KeyedCredit(models.Model):
+    """A formatted number inside a composite primary key, with a field outside the key that saves can change."""
+
+    pk = models.CompositePrimaryKey("company", "code")
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    code = SequenceField("keyed-credit", format="CR-{value:06d}", scope=["company"])
+    note = models.CharField(max_length=50, blank=True)
+
+
+class KeyedLine(models.Model):
+    """An unscoped number inside a composite primary key: one counter for the table, so sync can move it."""
+
+    pk = models.CompositePrimaryKey("company", "line")
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    line = SequenceField("keyed-line")
