@@ -1,9 +1,19 @@
-"""The app's models as Django and migrations find them: the Sequence table and Snowflake's worker leases."""
+"""The app's models as Django and migrations find them: the Sequence table, Snowflake's worker leases and the
+register of voided numbers."""
 
+from django_segment_seq.audit.models import VoidedNumber
 from django_segment_seq.db.columns import column_of, concrete_field
 from django_segment_seq.db.rownames import validate_sequence_name
 from django_segment_seq.db.table import CounterValueField, Sequence
 from django_segment_seq.snowflake.models import WorkerLease
 
 # Migrations name CounterValueField and validate_sequence_name by these paths.
-__all__ = ["CounterValueField", "Sequence", "WorkerLease", "column_of", "concrete_field", "validate_sequence_name"]
+__all__ = [
+    "CounterValueField",
+    "Sequence",
+    "VoidedNumber",
+    "WorkerLease",
+    "column_of",
+    "concrete_field",
+    "validate_sequence_name",
+]
