@@ -3,7 +3,7 @@ calls void() with the signed-in user as voided_by."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.contrib import admin
@@ -63,6 +63,11 @@ class VoidForm(_VoidFormBase):
         return data
 
 
+# What a record's page shows, all read-only; the add form asks for what void() takes instead.
+SHOWN = ["label", "scope", "period", "number", "text", "reason", "voided_at", "voided_by", "row"]
+ASKED = ["label", "number_or_text", "scope", "period", "reason"]
+
+
 @admin.register(VoidedNumber)
 class VoidedNumberAdmin(_VoidedNumberAdminBase):
     """Lists the register; records cannot be changed or deleted, since the register is what an audit relies on."""
@@ -71,19 +76,17 @@ class VoidedNumberAdmin(_VoidedNumberAdminBase):
     list_display = ["label", "scope_shown", "period", "number", "text", "reason", "voided_at", "voided_by", "row"]
     list_filter = ["label", "period"]
     search_fields = ["label", "text", "reason", "voided_by", "=number"]
-    date_hierarchy = "voided_at"
-    fields = ["label", "scope", "period", "number", "text", "reason", "voided_at", "voided_by", "row"]
 
     def get_fields(self, request: HttpRequest, obj: VoidedNumber | None = None) -> list[str]:  # type: ignore[override]
-        return ["label", "number_or_text", "scope", "period", "reason"] if obj is None else list(self.fields)
+        return list(ASKED if obj is None else SHOWN)
 
     def get_readonly_fields(self, request: HttpRequest, obj: VoidedNumber | None = None) -> list[str]:
-        return [] if obj is None else list(self.fields)
+        return [] if obj is None else list(SHOWN)
 
     def get_form(
         self, request: HttpRequest, obj: VoidedNumber | None = None, change: bool = False, **kwargs: Any
     ) -> Any:
-        form = super().get_form(request, obj, change, **kwargs)
+        form = cast("type[VoidForm]", super().get_form(request, obj, change, **kwargs))
         form.user = request.user.get_username() if request.user.is_authenticated else ""
         return form
 

@@ -90,7 +90,9 @@ def _read(field: SequenceFieldBase, given: int | str, period: str | None) -> tup
         if isinstance(given, bool) or not isinstance(given, int):
             raise UnreadableNumber(f"{field.name}: {given!r} is not a number.")
         return given, "", None
-    if isinstance(given, int) and not isinstance(given, bool):
+    if isinstance(given, bool):
+        raise UnreadableNumber(f"{field.name}: {given!r} is not a number.")
+    if isinstance(given, int):
         if period is None:
             period = field.reset_rule.key(formatting.now())
         elif not (field.reset_rule.is_named or field.reset_rule.is_callable):
@@ -120,7 +122,7 @@ def _scope(field: SequenceFieldBase, scope: ScopeOption) -> str | None:
     if isinstance(scope, str):
         return scope
     by_attname = {}
-    for scope_field in scope_fields(cast(type[models.Model], field.model), field):
+    for scope_field in scope_fields(field.model, field):
         value = scope.get(scope_field.name, scope.get(scope_field.attname))
         by_attname[scope_field.attname] = getattr(value, "pk", value)  # a model instance counts by its key
     return scope_key(field, cast(models.Model, SimpleNamespace(**by_attname)))
@@ -137,8 +139,8 @@ def _held(
     """Whether a row of the field holds the number (a formatted field: the text) in this scope."""
     if isinstance(field, FormattedSequenceField) and not text:
         return False  # a bare number of a formatted field is no stored text
-    rows = model._base_manager.db_manager(using or router.db_for_read(model))
-    rows = rows.filter(**{field.name: text if text else number})
+    manager = model._base_manager.db_manager(using or router.db_for_read(model))
+    rows = manager.filter(**{field.name: text if text else number})
     attnames = [scope_field.attname for scope_field in scope_fields(model, field)]
     if not attnames:
         return rows.exists()
