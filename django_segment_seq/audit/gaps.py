@@ -8,6 +8,7 @@ gaps reach Python; a formatted field's texts are streamed and read back with the
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, cast
@@ -26,7 +27,10 @@ from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow.scopes import scope_key
-from django_segment_seq.sync import SCAN_CHUNK, empty_values, scope_fields
+from django_segment_seq.sync import empty_values, scope_fields
+
+# Rows read per round trip: texts are short, and fewer round trips matter on a million of them.
+SCAN_CHUNK = 20_000
 
 # One series: (scope key, period), each None when the field has none.
 SeriesKey = tuple[str | None, str | None]
@@ -161,12 +165,12 @@ def _text_gaps(rows: Any, seq_field: FormattedSequenceField, scopes: _Scopes, wa
         rows = rows.filter(**{f"{seq_field.name}__startswith": reader.parser.prefix})
     numbers: dict[SeriesKey, list[int]] = defaultdict(list)
     unreadable = 0
-    for *values, text in rows.values_list(*scopes.attnames, seq_field.name).iterator(chunk_size=SCAN_CHUNK):
+    for values, text in _texts(rows, scopes.attnames, seq_field.name):
         reading = reader.read(text)
         if reading is None:
             unreadable += 1
             continue
-        key = (scopes.key(tuple(values)), reading[1])
+        key = (scopes.key(values), reading[1])
         if (scopes.attnames and key[0] is None) or not wanted(key):
             continue
         numbers[key].append(reading[0])
@@ -175,6 +179,16 @@ def _text_gaps(rows: Any, seq_field: FormattedSequenceField, scopes: _Scopes, wa
         stored.sort()
         found[key] = (stored[0], stored[-1], len(stored), missing_between(stored))
     return found, unreadable
+
+
+def _texts(rows: Any, attnames: list[str], name: str) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """Each row's scope values and text, streamed; an unscoped field's column alone, read flat."""
+    if not attnames:
+        for text in rows.values_list(name, flat=True).iterator(chunk_size=SCAN_CHUNK):
+            yield (), text
+        return
+    for *values, text in rows.values_list(*attnames, name).iterator(chunk_size=SCAN_CHUNK):
+        yield tuple(values), text
 
 
 def _register(label: str, found: Found) -> dict[SeriesKey, dict[int, str]]:
