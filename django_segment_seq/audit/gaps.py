@@ -99,13 +99,18 @@ def gap_report(
 ) -> GapReport:
     """The gaps of the field `field_label`, narrowed to one period and one scope (its key or as shown) if given.
 
-    UnknownField for a bad label; UnparseableFormat when a formatted field's texts cannot be read back.
+    UnknownField for a bad label; UnparseableFormat when a formatted field's texts cannot be read back;
+    ValueError for a period of a field without reset, or a scope of an unscoped one.
     """
     model, seq_field = field_of(field_label)
     label = label_of(model, seq_field)
     alias = using or router.db_for_read(model)
     rows = model._base_manager.db_manager(alias).exclude(empty_values(seq_field)).order_by()
     scopes = _Scopes(model, seq_field)
+    if period is not None and not (seq_field.reset_rule.is_named or seq_field.reset_rule.is_callable):
+        raise ValueError(f"{label} counts without periods (it has no reset); give no period.")
+    if scope is not None and not scopes.attnames:
+        raise ValueError(f"{label} is not scoped; give no scope.")
 
     def wanted(key: SeriesKey) -> bool:
         return (period is None or key[1] == period) and (scope is None or scope in (key[0], shown(key[0])))

@@ -119,3 +119,10 @@ def test_scoped_field_per_scope():
 def test_errors_are_command_errors(label, message):
     with pytest.raises(CommandError, match=message):
         gaps(label)
+
+
+def test_a_period_or_scope_the_field_does_not_have_is_an_error():
+    with pytest.raises(CommandError, match="counts without periods"):
+        gaps("testapp.Order.order_no", "--period", "2026")
+    with pytest.raises(CommandError, match="not scoped"):
+        gaps("testapp.Order.order_no", "--scope", "company=1")

@@ -61,6 +61,11 @@ def test_a_number_above_the_counter_that_a_row_holds_may_be_voided():
     assert VoidedNumber.objects.get().number == 5000
 
 
+def test_a_text_no_counter_reached_that_a_row_holds_may_be_voided(clock):
+    DailyOrder.objects.create(order_no="OD20261121000050")  # imported; the day's counter has no row
+    assert void("testapp.DailyOrder.order_no", "OD20261121000050", "imported, then cancelled").number == 50
+
+
 @pytest.mark.parametrize("reason", ["", "   ", None])
 def test_an_empty_reason_is_refused(reason):
     next_value("order")
