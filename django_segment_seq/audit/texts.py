@@ -45,8 +45,11 @@ class TextReader:
 
     def date_period(self, text: str) -> str | None:
         """The named period of a {date} text, or None when its spec cannot be read back into a day."""
+        spec = self.date_spec
+        if spec and ("%G" in spec or "%V" in spec) and "%u" not in spec and "%A" not in spec and "%a" not in spec:
+            text, spec = f"{text} 1", f"{spec} %u"  # an ISO week alone names no day: take its Monday
         try:
-            moment = datetime.strptime(text, self.date_spec) if self.date_spec else datetime.fromisoformat(text)
+            moment = datetime.strptime(text, spec) if spec else datetime.fromisoformat(text)
         except ValueError:
             return None
         return self.reset.key(datetime.combine(moment.date(), time(12)))

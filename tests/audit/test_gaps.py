@@ -7,7 +7,16 @@ from django_segment_seq.audit.exceptions import UnknownField
 from django_segment_seq.audit.gaps import gap_report
 from django_segment_seq.audit.ranges import Span, VoidedSpan, missing_between, runs, split
 from django_segment_seq.flow.parsing import UnparseableFormat
-from tests.testapp.models import Company, CompanyInvoice, CompanyOrder, DailyOrder, ImportedOrder, Order, WeeklyOrder
+from tests.testapp.models import (
+    Company,
+    CompanyInvoice,
+    CompanyOrder,
+    DailyOrder,
+    ImportedOrder,
+    IsoWeekTicket,
+    Order,
+    WeeklyOrder,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -128,3 +137,10 @@ def test_a_format_that_cannot_be_read_is_refused():
 def test_an_unknown_label_is_refused():
     with pytest.raises(UnknownField):
         gap_report("testapp.Order.nothing")
+
+
+def test_a_date_showing_an_iso_week_gives_its_period(clock):
+    IsoWeekTicket.objects.bulk_create([IsoWeekTicket(code=f"T2026-W47-{n:04d}") for n in (1, 4)])
+    [series] = gap_report("testapp.IsoWeekTicket.code").series
+    assert (series.period, series.unexplained) == ("2026-W47", [Span(2, 3)])
+    assert IsoWeekTicket.objects.create().code == "T2026-W47-0001"  # the field renders what was read back

@@ -241,3 +241,9 @@ class EditableTicket(models.Model):
     note = models.CharField(max_length=40, blank=True)
     number = SequenceField("editable-ticket", editable=True)
     code = SequenceField("editable-code", format="T{value:04d}", editable=True)
+
+
+class IsoWeekTicket(models.Model):
+    """A weekly series whose {date} shows the ISO week only, which names no single day."""
+
+    code = SequenceField("iso-week-ticket", format="T{date:%G-W%V}-{value:04d}", reset="weekly")
