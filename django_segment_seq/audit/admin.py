@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.contrib import admin
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
@@ -96,6 +97,11 @@ class VoidedNumberAdmin(_VoidedNumberAdminBase):
         obj.pk, obj.number, obj.text, obj.voided_at = record.pk, record.number, record.text, record.voided_at
         obj._state.adding = False
 
+    def get_queryset(self, request: HttpRequest) -> QuerySet[VoidedNumber]:
+        # Each record's Sequence row in the same query, for the link (the two tables share a database).
+        rows = Sequence._base_manager.filter(name=OuterRef("sequence")).values("pk")[:1]
+        return super().get_queryset(request).annotate(sequence_pk=Subquery(rows))
+
     @admin.display(description=_("scope"), ordering="scope")
     def scope_shown(self, obj: VoidedNumber) -> str:
         return shown(obj.scope)
@@ -103,7 +109,7 @@ class VoidedNumberAdmin(_VoidedNumberAdminBase):
     @admin.display(description=_("sequence row"))
     def row(self, obj: VoidedNumber) -> SafeString | str:
         """The Sequence row that counts the series, linked to its own page."""
-        pk = Sequence._base_manager.using(obj._state.db).filter(name=obj.sequence).values_list("pk", flat=True).first()
+        pk = getattr(obj, "sequence_pk", None)
         if pk is None:
             return obj.sequence
         url = reverse(f"{self.admin_site.name}:django_segment_seq_sequence_change", args=[pk])
