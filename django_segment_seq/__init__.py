@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         sequence_stats,
         wait_for_prefetch,
     )
+    from django_segment_seq.audit.void import void
     from django_segment_seq.exceptions import (
         SequenceContention,
         SequenceError,
@@ -59,6 +60,7 @@ _HOMES = {
     "next_values": "api",
     "sequence_stats": "api",
     "wait_for_prefetch": "api",
+    "void": "audit.void",
     "SequenceContention": "exceptions",
     "SequenceError": "exceptions",
     "SequenceExhausted": "exceptions",

@@ -23,6 +23,7 @@ from django.utils.safestring import SafeString
 from django.utils.timesince import timeuntil
 from django.utils.translation import gettext_lazy as _
 
+from django_segment_seq.audit import admin as audit_admin  # noqa: F401 - registers VoidedNumberAdmin too
 from django_segment_seq.db.columns import BIGINT_MAX
 from django_segment_seq.db.rownames import scope_of, scoped_rows, shown
 from django_segment_seq.db.table import Sequence

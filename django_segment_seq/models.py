@@ -1,6 +1,7 @@
-"""The app's models as Django and migrations find them: the Sequence table, the concealed formats' keys and
-Snowflake's worker leases."""
+"""The app's models as Django and migrations find them: the Sequence table, the concealed formats' keys,
+Snowflake's worker leases and the register of voided numbers."""
 
+from django_segment_seq.audit.models import VoidedNumber
 from django_segment_seq.db.columns import column_of, concrete_field
 from django_segment_seq.db.concealed_formats import ConcealedFormat
 from django_segment_seq.db.rownames import validate_sequence_name
@@ -12,6 +13,7 @@ __all__ = [
     "ConcealedFormat",
     "CounterValueField",
     "Sequence",
+    "VoidedNumber",
     "WorkerLease",
     "column_of",
     "concrete_field",

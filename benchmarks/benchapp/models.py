@@ -67,3 +67,15 @@ class SnowflakeKeyed(models.Model):
 class UUIDKeyed(models.Model):
     id = models.UUIDField(primary_key=True, default=new_uuid)
     note = models.CharField(max_length=20)
+
+
+class GapInteger(models.Model):
+    """A million numbers with 1% missing, for the gap report's integer path (benchmarks/gaps.py)."""
+
+    number = SequenceField("bench-gaps", db_index=True)
+
+
+class GapText(models.Model):
+    """The same numbers as yearly formatted texts, for the gap report's streaming path."""
+
+    code = SequenceField("bench-gaps-text", format="INV{date:%Y}-{value:07d}", reset="yearly", db_index=True)

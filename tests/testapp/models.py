@@ -286,3 +286,9 @@ class KeyedLine(models.Model):
     pk = models.CompositePrimaryKey("company", "line")
     company = models.ForeignKey(Company, on_delete=models.CASCADE)
     line = SequenceField("keyed-line")
+
+
+class IsoWeekTicket(models.Model):
+    """A weekly series whose {date} shows the ISO week only, which names no single day."""
+
+    code = SequenceField("iso-week-ticket", format="T{date:%G-W%V}-{value:04d}", reset="weekly")

@@ -1,4 +1,5 @@
-"""manage.py segment_seq: list, show and tune sequences, sync and backfill them, and list Snowflake worker leases."""
+"""manage.py segment_seq: list, show and tune sequences, sync and backfill them, list the gaps of a series, and list
+Snowflake worker leases."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tqdm import tqdm
 
 from django_segment_seq.allocator.attempts import is_lock_timeout
 from django_segment_seq.api import sequence_stats
+from django_segment_seq.audit.gaps import gap_report
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
 from django_segment_seq.compat.carry_over import CarryRefused, carry_over, plan
 from django_segment_seq.conf import app_settings
@@ -22,6 +24,7 @@ from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import shown as shown_scope
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.flow.parsing import UnparseableFormat
+from django_segment_seq.management import gaps as gap_listing
 from django_segment_seq.management import sequence_rows
 from django_segment_seq.snowflake import listing as lease_listing
 from django_segment_seq.snowflake.leases import lease_database, worker_leases
@@ -30,13 +33,13 @@ from django_segment_seq.sync import sync_sequence
 
 class Command(BaseCommand):
     help = (
-        "List, show and tune sequences; move one past the values stored in its column (sync) "
-        "or fill empty values (backfill)."
+        "List, show and tune sequences; move one past the values stored in its column (sync), "
+        "fill empty values (backfill) or list the gaps of its series (gaps)."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         commands = parser.add_subparsers(
-            dest="subcommand", required=True, metavar="{list,show,set,sync,backfill,leases,import-sequences}"
+            dest="subcommand", required=True, metavar="{list,show,set,sync,backfill,gaps,leases,import-sequences}"
         )
 
         listing = commands.add_parser(
@@ -63,6 +66,14 @@ class Command(BaseCommand):
         backfill = commands.add_parser("backfill", help="Number the rows whose value is still empty, in batches.")
         backfill.add_argument("field", metavar="APP_LABEL.Model.field")
         backfill.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+
+        gaps = commands.add_parser(
+            "gaps", help="The numbers missing from a field's series, per scope and period: voided or unexplained."
+        )
+        gaps.add_argument("field", metavar="APP_LABEL.Model.field")
+        gaps.add_argument("--period", help="Only this period's numbers (its key: 2026, 2026-11, 2026-W47, ...).")
+        gaps.add_argument("--scope", help="Only this scope's numbers, as listed (company=42).")
+        gaps.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
 
         self.add_leases_arguments(commands)
 
@@ -258,6 +269,23 @@ class Command(BaseCommand):
             )
         if result.skipped:
             self.stdout.write(f"{result.skipped} rows were filled by others meanwhile and left as they were.")
+
+    # gaps: the audit of a series
+
+    def handle_gaps(
+        self, *, field: str, period: str | None = None, scope: str | None = None, as_json: bool = False, **options: Any
+    ) -> None:
+        try:
+            report = gap_report(field, period=period, scope=scope)
+        except UnparseableFormat as exc:
+            raise CommandError(f"{field}: {exc}; its gaps cannot be found.") from None
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if as_json:
+            self._print_json(gap_listing.as_dict(report))
+            return
+        for line in gap_listing.lines(report):
+            self.stdout.write(line)
 
     # import-sequences: moving from django-sequences
 

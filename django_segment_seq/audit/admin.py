@@ -1,0 +1,122 @@
+"""The admin for the register of voided numbers: read-only, since a record is made only by void(); its add form
+calls void() with the signed-in user as voided_by."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+from django import forms
+from django.contrib import admin
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext_lazy as _
+
+from django_segment_seq.audit.exceptions import VoidError
+from django_segment_seq.audit.models import VoidedNumber
+from django_segment_seq.audit.void import void
+from django_segment_seq.db.rownames import shown
+from django_segment_seq.db.table import Sequence
+from django_segment_seq.exceptions import SequenceScopeError
+
+if TYPE_CHECKING:
+    _VoidFormBase = forms.ModelForm[VoidedNumber]
+    _VoidedNumberAdminBase = admin.ModelAdmin[VoidedNumber]
+else:
+    _VoidFormBase = forms.ModelForm
+    _VoidedNumberAdminBase = admin.ModelAdmin
+
+
+class VoidForm(_VoidFormBase):
+    """Voids a number through void(), so the admin refuses exactly what the function refuses."""
+
+    number_or_text = forms.CharField(
+        label=_("number or text"), help_text=_("The number, or a formatted field's text as it was shown.")
+    )
+
+    class Meta:
+        model = VoidedNumber
+        fields = ["label", "scope", "period", "reason"]
+        help_texts = {
+            "scope": _("For a scoped field: the scope as the sequence list shows it in its row name (company=42)."),
+            "period": _("For a bare number of a field with reset: its period (2026, 2026-11); a text shows its own."),
+        }
+
+    user = ""  # set by the admin before validation: the voided_by of the record
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.errors:
+            return data
+        try:
+            self.record = void(
+                data["label"],
+                data["number_or_text"],
+                data["reason"],
+                scope=data.get("scope") or None,
+                period=data.get("period") or None,
+                user=self.user,
+            )
+        except (VoidError, SequenceScopeError, ValueError) as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
+
+
+# What a record's page shows, all read-only; the add form asks for what void() takes instead.
+SHOWN = ["label", "scope", "period", "number", "text", "reason", "voided_at", "voided_by", "row"]
+ASKED = ["label", "number_or_text", "scope", "period", "reason"]
+
+
+@admin.register(VoidedNumber)
+class VoidedNumberAdmin(_VoidedNumberAdminBase):
+    """Lists the register; records cannot be changed or deleted, since the register is what an audit relies on."""
+
+    form = VoidForm
+    list_display = ["label", "scope_shown", "period", "number", "text", "reason", "voided_at", "voided_by", "row"]
+    list_filter = ["label", "period"]
+    search_fields = ["label", "text", "reason", "voided_by", "=number"]
+
+    def get_fields(self, request: HttpRequest, obj: VoidedNumber | None = None) -> list[str]:  # type: ignore[override]
+        return list(ASKED if obj is None else SHOWN)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: VoidedNumber | None = None) -> list[str]:
+        return [] if obj is None else list(SHOWN)
+
+    def get_form(
+        self, request: HttpRequest, obj: VoidedNumber | None = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        form = cast("type[VoidForm]", super().get_form(request, obj, change, **kwargs))
+        form.user = request.user.get_username() if request.user.is_authenticated else ""
+        return form
+
+    def save_model(self, request: HttpRequest, obj: VoidedNumber, form: Any, change: bool) -> None:
+        # void() wrote the record while the form was validated; the admin logs and links that one.
+        record = form.record
+        obj.pk, obj.number, obj.text, obj.voided_at = record.pk, record.number, record.text, record.voided_at
+        obj._state.adding = False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[VoidedNumber]:
+        # Each record's Sequence row in the same query, for the link (the two tables share a database).
+        rows = Sequence._base_manager.filter(name=OuterRef("sequence")).values("pk")[:1]
+        return super().get_queryset(request).annotate(sequence_pk=Subquery(rows))
+
+    @admin.display(description=_("scope"), ordering="scope")
+    def scope_shown(self, obj: VoidedNumber) -> str:
+        return shown(obj.scope)
+
+    @admin.display(description=_("sequence row"))
+    def row(self, obj: VoidedNumber) -> SafeString | str:
+        """The Sequence row that counts the series, linked to its own page."""
+        pk = getattr(obj, "sequence_pk", None)
+        if pk is None:
+            return obj.sequence
+        url = reverse(f"{self.admin_site.name}:django_segment_seq_sequence_change", args=[pk])
+        return format_html('<a href="{}">{}</a>', url, obj.sequence)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

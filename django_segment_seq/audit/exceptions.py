@@ -1,0 +1,29 @@
+"""Why a number could not be voided: each a ValueError, since the caller's input is what is wrong."""
+
+from __future__ import annotations
+
+__all__ = ["AlreadyVoided", "EmptyReason", "NeverHandedOut", "UnknownField", "UnreadableNumber", "VoidError"]
+
+
+class VoidError(ValueError):
+    """Base class of the register's errors; nothing was recorded."""
+
+
+class UnknownField(VoidError):
+    """The label names no model field, or a field that is not a SequenceField."""
+
+
+class EmptyReason(VoidError):
+    """A void without a reason explains nothing, which is what the register is for."""
+
+
+class UnreadableNumber(VoidError):
+    """The text is not one the field's format makes (or the format cannot be read back), so it names no number."""
+
+
+class AlreadyVoided(VoidError):
+    """The number is in the register already; its first reason stands."""
+
+
+class NeverHandedOut(VoidError):
+    """The number is above every range the counter ever gave out and no row holds it: there is nothing to void."""

@@ -1,0 +1,210 @@
+"""The gap report of one field: per scope and period, the numbers missing between the first and the highest stored,
+split into voided (with their reasons) and unexplained.
+
+An integer field's gaps are found by the database (LEAD over each scope's rows in number order), so only the
+gaps reach Python; a formatted field's texts are streamed and read back with the field's own format.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, cast
+
+from django.db import models, router
+from django.db.models import Count, F, Max, Min, Window
+from django.db.models.functions import Lead
+
+from django_segment_seq.audit.labels import field_of, label_of
+from django_segment_seq.audit.models import VoidedNumber
+from django_segment_seq.audit.ranges import Span, VoidedSpan, missing_between, split
+from django_segment_seq.audit.texts import TextReader
+from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.db.rownames import shown
+from django_segment_seq.exceptions import SequenceScopeError
+from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.sequence import FormattedSequenceField
+from django_segment_seq.flow.scopes import scope_key
+from django_segment_seq.sync import empty_values, scope_fields
+
+# Rows read per round trip: texts are short, and fewer round trips matter on a million of them.
+SCAN_CHUNK = 20_000
+
+# One series: (scope key, period), each None when the field has none.
+SeriesKey = tuple[str | None, str | None]
+
+
+@dataclass
+class Series:
+    """One scope and period of a field: its first and highest stored number and what is missing between them."""
+
+    scope: str | None
+    period: str | None
+    first: int
+    highest: int
+    stored: int
+    voided: list[VoidedSpan] = field(default_factory=list)
+    unexplained: list[Span] = field(default_factory=list)
+
+    @property
+    def voided_count(self) -> int:
+        return sum(run.span.count for run in self.voided)
+
+    @property
+    def unexplained_count(self) -> int:
+        return sum(span.count for span in self.unexplained)
+
+
+@dataclass
+class GapReport:
+    """Every series of a field that has numbers stored, and how many texts the format could not read."""
+
+    label: str
+    series: list[Series]
+    unreadable: int = 0
+
+    @property
+    def voided_count(self) -> int:
+        return sum(one.voided_count for one in self.series)
+
+    @property
+    def unexplained_count(self) -> int:
+        return sum(one.unexplained_count for one in self.series)
+
+
+class _Scopes:
+    """Scope keys of rows, from their scope columns' values; None for a row whose empty scope has no counter."""
+
+    def __init__(self, model: type[models.Model], field: SequenceFieldBase) -> None:
+        self.field = field
+        self.attnames = [scope_field.attname for scope_field in scope_fields(model, field)]
+        self.known: dict[tuple[Any, ...], str | None] = {}
+
+    def key(self, values: tuple[Any, ...]) -> str | None:
+        if not self.attnames:
+            return None
+        if values not in self.known:
+            instance = SimpleNamespace(**dict(zip(self.attnames, values, strict=True)))
+            try:
+                self.known[values] = scope_key(self.field, cast(models.Model, instance))
+            except SequenceScopeError:
+                self.known[values] = None
+        return self.known[values]
+
+
+def gap_report(
+    field_label: str, *, period: str | None = None, scope: str | None = None, using: str | None = None
+) -> GapReport:
+    """The gaps of the field `field_label`, narrowed to one period and one scope (its key or as shown) if given.
+
+    UnknownField for a bad label; UnparseableFormat when a formatted field's texts cannot be read back;
+    ValueError for a period of a field without reset, or a scope of an unscoped one.
+    """
+    model, seq_field = field_of(field_label)
+    label = label_of(model, seq_field)
+    alias = using or router.db_for_read(model)
+    rows = model._base_manager.db_manager(alias).exclude(empty_values(seq_field)).order_by()
+    scopes = _Scopes(model, seq_field)
+    if period is not None and not (seq_field.reset_rule.is_named or seq_field.reset_rule.is_callable):
+        raise ValueError(f"{label} counts without periods (it has no reset); give no period.")
+    if scope is not None and not scopes.attnames:
+        raise ValueError(f"{label} is not scoped; give no scope.")
+
+    def wanted(key: SeriesKey) -> bool:
+        return (period is None or key[1] == period) and (scope is None or scope in (key[0], shown(key[0])))
+
+    if isinstance(seq_field, FormattedSequenceField):
+        found, unreadable = _text_gaps(rows, seq_field, scopes, wanted)
+    else:
+        found, unreadable = _integer_gaps(rows, seq_field, scopes, wanted), 0
+    voided = _register(label, found)
+    series = []
+    for key, (first, highest, stored, gaps) in sorted(
+        found.items(), key=lambda item: (item[0][1] or "", item[0][0] or "")
+    ):
+        explained, unexplained = split(gaps, voided.get(key, {}))
+        series.append(Series(key[0], key[1], first, highest, stored, explained, unexplained))
+    return GapReport(label, series, unreadable)
+
+
+# Per series: first, highest, how many stored, and the runs missing between first and highest.
+Found = dict[SeriesKey, tuple[int, int, int, list[Span]]]
+
+
+def _integer_gaps(rows: Any, seq_field: SequenceFieldBase, scopes: _Scopes, wanted: Any) -> Found:
+    """Asks the database for each scope's bounds and for the rows followed by a gap, nothing else."""
+    name, attnames = seq_field.name, scopes.attnames
+    bounds: dict[SeriesKey, list[int]] = {}
+    if attnames:
+        grouped = rows.values(*attnames).annotate(first=Min(name), highest=Max(name), stored=Count(name))
+        listed = grouped.values_list(*attnames, "first", "highest", "stored")
+    else:
+        totals = rows.aggregate(first=Min(name), highest=Max(name), stored=Count(name))
+        listed = [] if totals["stored"] == 0 else [(totals["first"], totals["highest"], totals["stored"])]
+    for *values, first, highest, stored in listed:
+        key = (scopes.key(tuple(values)), None)
+        if (attnames and key[0] is None) or not wanted(key):
+            continue
+        if key in bounds:  # two spellings of one scope value: one counter
+            first, highest, stored = min(first, bounds[key][0]), max(highest, bounds[key][1]), stored + bounds[key][2]
+        bounds[key] = [first, highest, stored]
+    following = Window(Lead(name), partition_by=[F(a) for a in attnames] or None, order_by=F(name).asc())
+    gaps: dict[SeriesKey, list[Span]] = defaultdict(list)
+    after_gaps = rows.annotate(following=following).filter(following__gt=F(name) + 1)
+    for *values, number, next_number in after_gaps.values_list(*attnames, name, "following").iterator(SCAN_CHUNK):
+        key = (scopes.key(tuple(values)), None)
+        if key in bounds:
+            gaps[key].append(Span(number + 1, next_number - 1))
+    return {
+        key: (first, highest, stored, sorted(gaps[key], key=lambda s: s.first))
+        for key, (first, highest, stored) in bounds.items()
+    }
+
+
+def _text_gaps(rows: Any, seq_field: FormattedSequenceField, scopes: _Scopes, wanted: Any) -> tuple[Found, int]:
+    """Streams the texts, reads each back into its number and period, and finds the gaps of each series."""
+    reader = TextReader(seq_field)  # UnparseableFormat when the format cannot be read back
+    if reader.parser.prefix:
+        rows = rows.filter(**{f"{seq_field.name}__startswith": reader.parser.prefix})
+    numbers: dict[SeriesKey, list[int]] = defaultdict(list)
+    unreadable = 0
+    for values, text in _texts(rows, scopes.attnames, seq_field.name):
+        reading = reader.read(text)
+        if reading is None:
+            unreadable += 1
+            continue
+        key = (scopes.key(values), reading[1])
+        if (scopes.attnames and key[0] is None) or not wanted(key):
+            continue
+        numbers[key].append(reading[0])
+    found: Found = {}
+    for key, stored in numbers.items():
+        stored.sort()
+        found[key] = (stored[0], stored[-1], len(stored), missing_between(stored))
+    return found, unreadable
+
+
+def _texts(rows: Any, attnames: list[str], name: str) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """Each row's scope values and text, streamed; an unscoped field's column alone, read flat."""
+    if not attnames:
+        for text in rows.values_list(name, flat=True).iterator(chunk_size=SCAN_CHUNK):
+            yield (), text
+        return
+    for *values, text in rows.values_list(*attnames, name).iterator(chunk_size=SCAN_CHUNK):
+        yield tuple(values), text
+
+
+def _register(label: str, found: Found) -> dict[SeriesKey, dict[int, str]]:
+    """The voided numbers of the series found, by series: number -> reason."""
+    register = VoidedNumber._default_manager.using(sequence_database()).filter(label=label)
+    periods = {key[1] or "" for key in found}
+    if len(periods) == 1:
+        register = register.filter(period=periods.pop())
+    voided: dict[SeriesKey, dict[int, str]] = defaultdict(dict)
+    for scope, period, number, reason in register.values_list("scope", "period", "number", "reason").iterator():
+        key = (scope or None, period or None)
+        if key in found:
+            voided[key][number] = reason
+    return voided

@@ -1,0 +1,31 @@
+"""A SequenceField found from its label "app_label.Model.field", the name the register and the command use."""
+
+from __future__ import annotations
+
+from django.apps import apps
+from django.db import models
+
+from django_segment_seq.audit.exceptions import UnknownField
+from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.sync import sequence_field
+
+
+def field_of(label: str) -> tuple[type[models.Model], SequenceFieldBase]:
+    """The model and SequenceField `label` names; UnknownField saying what is wrong with the label."""
+    parts = label.split(".")
+    if len(parts) != 3:
+        raise UnknownField(f"{label!r}: give the field as APP_LABEL.Model.field, e.g. shop.Order.order_no.")
+    app_label, model_name, field_name = parts
+    try:
+        model = apps.get_model(app_label, model_name)
+    except LookupError as exc:
+        raise UnknownField(f"{label!r}: {exc}") from None
+    try:
+        return model, sequence_field(model, field_name)
+    except ValueError as exc:
+        raise UnknownField(str(exc)) from None
+
+
+def label_of(model: type[models.Model], field: SequenceFieldBase) -> str:
+    """The label a field is registered under: "shop.Invoice.number"."""
+    return f"{model._meta.label}.{field.name}"

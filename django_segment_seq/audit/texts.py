@@ -1,0 +1,55 @@
+"""A formatted field's stored text read back into its number and the period it was counted in, from the text alone.
+
+The period is what the text's {period} shows, else the period its first {date} falls in (read with the
+date's own spec); a field without reset counts without periods. The row's date column is not read: the
+text is what the series shows, and what an accountant sees missing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+
+from django_segment_seq.fields.sequence import FormattedSequenceField
+from django_segment_seq.flow.parsing import FormatParser
+
+# Read back: (number, period key or None for a field without reset).
+Reading = tuple[int, str | None]
+
+
+class TextReader:
+    """Reads the texts of one formatted field; UnparseableFormat when its format cannot be read back."""
+
+    def __init__(self, field: FormattedSequenceField) -> None:
+        self.parser = FormatParser(field.flow)
+        self.reset = field.reset_rule
+        self.keyed = self.reset.is_named or self.reset.is_callable
+        self.date_spec = field.flow.date_specs[0] if field.flow.date_specs else None
+        self.by_date: dict[str, str | None] = {}  # a date's text -> its period: few dates, many texts
+
+    def read(self, text: str | None) -> Reading | None:
+        """The number and period of `text`; None when the format did not make it or its period cannot be told."""
+        parts = self.parser.parts(text)
+        if parts is None:
+            return None
+        number, dates, shown = parts
+        if not self.keyed:
+            return number, None
+        if shown:
+            return number, shown[0].strip()
+        if not dates or not self.reset.is_named:
+            return None
+        period = self.by_date.get(dates[0], "")
+        if period == "":
+            period = self.by_date[dates[0]] = self.date_period(dates[0])
+        return None if period is None else (number, period)
+
+    def date_period(self, text: str) -> str | None:
+        """The named period of a {date} text, or None when its spec cannot be read back into a day."""
+        spec = self.date_spec
+        if spec and ("%G" in spec or "%V" in spec) and "%u" not in spec and "%A" not in spec and "%a" not in spec:
+            text, spec = f"{text} 1", f"{spec} %u"  # an ISO week alone names no day: take its Monday
+        try:
+            moment = datetime.strptime(text, spec) if spec else datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        return self.reset.key(datetime.combine(moment.date(), time(12)))

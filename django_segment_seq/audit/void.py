@@ -1,0 +1,154 @@
+"""void(): record that a number of a series was deliberately not used (a cancelled draft, a spoiled form)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import SimpleNamespace
+from typing import Any, cast
+
+from django.db import IntegrityError, models, router, transaction
+
+from django_segment_seq.audit.exceptions import AlreadyVoided, EmptyReason, NeverHandedOut, UnreadableNumber
+from django_segment_seq.audit.labels import field_of, label_of
+from django_segment_seq.audit.models import VoidedNumber
+from django_segment_seq.audit.texts import TextReader
+from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.db.rownames import row_name
+from django_segment_seq.db.table import Sequence
+from django_segment_seq.exceptions import SequenceScopeError
+from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.sequence import FormattedSequenceField
+from django_segment_seq.flow import formats as formatting
+from django_segment_seq.flow.parsing import UnparseableFormat
+from django_segment_seq.flow.scopes import scope_key, scope_names
+from django_segment_seq.sync import scope_fields
+
+# A scope as void() takes it: the row-name key ("company=42"), or the scope fields' values by field name.
+ScopeOption = str | Mapping[str, Any] | None
+
+
+def void(
+    field_label: str,
+    number_or_text: int | str,
+    reason: str,
+    *,
+    scope: ScopeOption = None,
+    period: str | None = None,
+    user: str | None = None,
+    using: str | None = None,
+) -> VoidedNumber:
+    """Record that `number_or_text` of the field `field_label` ("shop.Invoice.number") was not used, and why.
+
+    A text is read back with the field's format, which also gives its period; a bare number of a
+    field with reset is of `period`, by default the current one. `using` is the database of the
+    field's rows; the register lives beside the Sequence table. Raises a VoidError: UnknownField,
+    EmptyReason, UnreadableNumber, AlreadyVoided, NeverHandedOut; SequenceScopeError for a missing
+    or unneeded scope.
+    """
+    if not isinstance(reason, str) or not reason.strip():
+        raise EmptyReason(f"{field_label}: give the reason {number_or_text!r} was not used.")
+    model, field = field_of(field_label)
+    label = label_of(model, field)
+    number, text, period = _read(field, number_or_text, period)
+    scope_text = _scope(field, scope)
+    sequence = row_name(field.sequence_name, scope_text, period)
+    shown = text or str(number)
+    alias = sequence_database()
+    register = VoidedNumber._default_manager.using(alias)
+    if register.filter(label=label, scope=scope_text or "", period=period or "", number=number).exists():
+        raise AlreadyVoided(f"{label}: {shown} is voided already.")
+    row = Sequence._base_manager.using(alias).filter(name=sequence).first()
+    handed_out = row is not None and row.value is not None and number <= row.value
+    if not handed_out and not _held(model, field, number, text, scope_text, using):
+        raise NeverHandedOut(
+            f"{label}: {shown} was never handed out (sequence {sequence!r} is at "
+            f"{'nothing yet' if row is None or row.value is None else row.value}) and no row holds it."
+        )
+    try:
+        with transaction.atomic(using=alias):
+            return register.create(
+                label=label,
+                scope=scope_text or "",
+                period=period or "",
+                number=number,
+                text=text,
+                reason=reason.strip(),
+                sequence=sequence,
+                voided_by=user or "",
+            )
+    except IntegrityError:
+        raise AlreadyVoided(f"{label}: {shown} is voided already.") from None
+
+
+def _read(field: SequenceFieldBase, given: int | str, period: str | None) -> tuple[int, str, str | None]:
+    """The number, the text (formatted fields, '' for a bare number) and the period `given` names."""
+    if not isinstance(field, FormattedSequenceField):
+        if period is not None:
+            raise ValueError(f"{field.name} is an integer field, which counts without periods; give no period.")
+        if isinstance(given, str) and given.strip().lstrip("-").isdigit():
+            given = int(given)
+        if isinstance(given, bool) or not isinstance(given, int):
+            raise UnreadableNumber(f"{field.name}: {given!r} is not a number.")
+        return given, "", None
+    if isinstance(given, bool):
+        raise UnreadableNumber(f"{field.name}: {given!r} is not a number.")
+    if isinstance(given, int):
+        if period is None:
+            period = field.reset_rule.key(formatting.now())
+        elif not (field.reset_rule.is_named or field.reset_rule.is_callable):
+            raise ValueError(f"{field.name} has no reset, so it counts without periods; give no period.")
+        return given, "", period
+    try:
+        reading = TextReader(field).read(given)
+    except UnparseableFormat as exc:
+        raise UnreadableNumber(f"{field.name}: {exc}") from None
+    if reading is None:
+        raise UnreadableNumber(f"{field.name}: {given!r} is not a text its format {field.flow.source!r} makes.")
+    number, read_period = reading
+    if period is not None and period != read_period:
+        raise ValueError(f"{field.name}: {given!r} is of period {read_period!r}, not {period!r}.")
+    return number, given, read_period
+
+
+def _scope(field: SequenceFieldBase, scope: ScopeOption) -> str | None:
+    """The scope key of `scope` for this field; SequenceScopeError when a scoped field has none or another has one."""
+    names = scope_names(field.scope)
+    if not names:
+        if scope:
+            raise SequenceScopeError(field.sequence_name, "the field is not scoped; give no scope.")
+        return None
+    if not scope:
+        raise SequenceScopeError(field.sequence_name, f"the field is scoped by {', '.join(names)}: give the scope.")
+    if isinstance(scope, str):
+        return scope
+    by_attname = {}
+    for scope_field in scope_fields(field.model, field):
+        value = scope.get(scope_field.name, scope.get(scope_field.attname))
+        by_attname[scope_field.attname] = getattr(value, "pk", value)  # a model instance counts by its key
+    return scope_key(field, cast(models.Model, SimpleNamespace(**by_attname)))
+
+
+def _held(
+    model: type[models.Model],
+    field: SequenceFieldBase,
+    number: int,
+    text: str,
+    scope: str | None,
+    using: str | None,
+) -> bool:
+    """Whether a row of the field holds the number (a formatted field: the text) in this scope."""
+    if isinstance(field, FormattedSequenceField) and not text:
+        return False  # a bare number of a formatted field is no stored text
+    manager = model._base_manager.db_manager(using or router.db_for_read(model))
+    rows = manager.filter(**{field.name: text if text else number})
+    attnames = [scope_field.attname for scope_field in scope_fields(model, field)]
+    if not attnames:
+        return rows.exists()
+    for values in rows.values_list(*attnames)[:100]:
+        instance = SimpleNamespace(**dict(zip(attnames, values, strict=True)))
+        try:
+            if scope_key(field, cast(models.Model, instance)) == scope:
+                return True
+        except SequenceScopeError:
+            continue
+    return False
