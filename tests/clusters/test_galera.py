@@ -1,0 +1,215 @@
+"""MariaDB Galera under load: six processes, two on each of three nodes, take numbers of one row at once.
+
+Every node takes writes, so the compare-and-sets of different nodes meet at commit (certification, error
+1213), which the allocator counts as lost races. One node is then killed with SIGKILL: the others stop
+every write for a few seconds until it is evicted, the callers on it go on through another node, and it
+rejoins and is used again. Every number handed out is collected and checked for repeats.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from tests.clusters.conftest import GALERA_DATABASE
+from tests.conftest import ROOT, assert_unique
+from tests.support.galera import REJOIN_TIMEOUT, GaleraCluster, Node
+
+WORKERS_PER_NODE = 2
+# Fixed ranges of 10: every worker goes back to the row many times a second.
+FIXED_RANGES: dict[str, object] = {"PREFETCH": False, "ADAPTIVE_STEP": False}
+# A worker that has not finished this long after being told to stop hangs: the test fails.
+WORKER_TIMEOUT = 60
+
+INSERT_ROW = (
+    "INSERT INTO django_segment_seq_sequence (name, value, step, min_value, max_value, cycle, version, history, "
+    "created, modified) VALUES ('{name}', 0, 10, 1, 9223372036854775806, false, 0, '', now(), now())"
+)
+
+
+def start_worker(port: int, database: str, name: str, out: Path, stop: Path, segment_seq: dict[str, object]):
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.support.galera_worker", str(port), database, name, str(out), str(stop),
+         json.dumps(segment_seq)],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def servers_from(galera: GaleraCluster, own: Node) -> dict[str, list[str]]:
+    """SERVERS for a worker whose Django connection goes to `own`: its node first, then the others in order."""
+    return {"default": [own.address] + [node.address for node in galera.nodes if node is not own]}
+
+
+def run(
+    tmp_path: Path,
+    name: str,
+    ports: list[int],
+    database: str,
+    segment_seq: Callable[[int], dict[str, object]],
+    scenario: Callable[[], None],
+) -> dict:
+    """Start one worker per port, run `scenario` meanwhile, stop them; what they handed out, and their figures."""
+    stop = tmp_path / f"stop-{name}"
+    outs = [tmp_path / f"{name}-{index}.json" for index in range(len(ports))]
+    workers = [
+        start_worker(port, database, name, out, stop, segment_seq(port))
+        for port, out in zip(ports, outs, strict=True)
+    ]
+    started = time.monotonic()
+    try:
+        scenario()
+    finally:
+        stop.touch()
+        failures = []
+        for worker in workers:
+            try:
+                _, err = worker.communicate(timeout=WORKER_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.communicate()
+                failures.append("a worker hung")
+                continue
+            if worker.returncode != 0:
+                failures.append(err[-3000:])
+        assert not failures, "\n".join(failures)
+    elapsed = time.monotonic() - started
+    runs = [json.loads(out.read_text()) for out in outs]
+    numbers = [number for one in runs for number in one["numbers"]]
+    errors: collections.Counter[str] = collections.Counter()
+    for one in runs:
+        errors.update(one["errors"])
+    return {
+        "runs": runs,
+        "numbers": numbers,
+        "repeats": sum(times - 1 for times in collections.Counter(numbers).values() if times > 1),
+        "errors": dict(errors),
+        "messages": [message for one in runs for message in one["messages"]],
+        "longest_pause": max(one["longest_pause"] for one in runs),
+        "per_second": len(numbers) / elapsed,
+    }
+
+
+def report(label: str, result: dict, **extra: object) -> None:
+    more = "".join(f", {key.replace('_', ' ')} {value}" for key, value in extra.items())
+    print(
+        f"\n{label}: {len(result['numbers'])} numbers ({result['per_second']:,.0f}/s), {result['repeats']} repeats, "
+        f"errors {result['errors']}, longest pause {result['longest_pause']:.2f} s{more}"
+    )
+
+
+def cluster_ports(galera: GaleraCluster) -> list[int]:
+    return [node.port for node in galera.nodes for _ in range(WORKERS_PER_NODE)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_single_server_for_comparison(tmp_path):
+    """Six workers on the suite's own MariaDB server, as long as the multi-primary run: the figures to compare."""
+    with connection.cursor() as cursor:
+        cursor.execute(INSERT_ROW.format(name="single"))
+    port = int(connection.settings_dict.get("PORT") or 3306)
+    database = str(connection.settings_dict["NAME"])
+    result = run(tmp_path, "single", [port] * 6, database, lambda port: FIXED_RANGES, lambda: time.sleep(3))
+    report("single server, 6 workers", result)
+    assert_unique(result["numbers"])
+    assert result["errors"] == {}, result["messages"]
+
+
+def test_multi_primary_repeats_nothing_and_raises_nothing(galera, tmp_path):
+    """Two workers on each node take numbers of one row at once; conflicts at commit are lost races, retried."""
+    galera.nodes[0].execute(INSERT_ROW.format(name="multi"), GALERA_DATABASE)
+    result = run(
+        tmp_path, "multi", cluster_ports(galera), GALERA_DATABASE, lambda port: FIXED_RANGES, lambda: time.sleep(3)
+    )
+    report("Galera, 3 nodes x 2 workers", result)
+    assert_unique(result["numbers"])
+    assert result["errors"] == {}, result["messages"]
+    assert all(one["numbers"] for one in result["runs"]), "every worker took numbers"
+
+
+
+def connections_to(node: Node, database: str) -> int:
+    """Sessions open on `node` in `database`: the workers' private connections (Django's own stays closed)."""
+    return int(node.execute(f"SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{database}'")[0][0])
+
+
+def test_node_loss_pauses_callers_without_errors_and_the_node_is_used_again(galera, tmp_path):
+    """SIGKILL node 3 under load: nobody gets an error, its callers go on through the others, and it rejoins."""
+    galera.nodes[0].execute(INSERT_ROW.format(name="loss"), GALERA_DATABASE)
+    lost = galera.nodes[2]
+    figures: dict[str, float] = {}
+
+    def scenario() -> None:
+        time.sleep(1.5)
+        figures["killed_at"] = time.monotonic()
+        lost.kill()
+        time.sleep(9)  # the others' writes stop until the dead node is evicted (about 6.4 s measured)
+        lost.start()
+        figures["rejoin"] = galera.wait_synced(galera.nodes, 3, REJOIN_TIMEOUT)
+        deadline = time.monotonic() + 10
+        while (figures.setdefault("back", 0) or 0) == 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            figures["back"] = connections_to(lost, GALERA_DATABASE)
+        time.sleep(1)
+
+    def segment_seq(port: int) -> dict[str, object]:
+        own = next(node for node in galera.nodes if node.port == port)
+        return {**FIXED_RANGES, "SERVERS": servers_from(galera, own)}
+
+    result = run(tmp_path, "loss", cluster_ports(galera), GALERA_DATABASE, segment_seq, scenario)
+    report(
+        "Galera, node 3 killed under load",
+        result,
+        rejoined_in=f"{figures['rejoin']:.1f} s",
+        sessions_on_the_rejoined_node=int(figures["back"]),
+    )
+    assert_unique(result["numbers"])
+    assert result["errors"] == {}, result["messages"]
+    # The dead node's callers went on: every worker took numbers well after the kill.
+    assert all(one["numbers"] for one in result["runs"])
+    assert result["longest_pause"] < 15
+    assert figures["back"] > 0, "the rejoined node was not used again"
+
+
+@pytest.mark.parametrize("refusal", ["read_only", "desynced"])
+def test_a_node_read_only_or_not_synced_is_not_allocated_on(galera, tmp_path, refusal):
+    """Callers whose first server is read-only, or not Synced, take their numbers through the next one."""
+    galera.nodes[0].execute(INSERT_ROW.format(name=refusal), GALERA_DATABASE)
+    refused = galera.nodes[1]
+    setting = "read_only" if refusal == "read_only" else "wsrep_desync"
+    refused.execute(f"SET GLOBAL {setting} = ON")
+    seen: list[int] = []
+
+    def scenario() -> None:
+        for _ in range(6):
+            time.sleep(0.5)
+            seen.append(connections_to(refused, GALERA_DATABASE))
+
+    try:
+        result = run(
+            tmp_path,
+            refusal,
+            [refused.port] * 2,
+            GALERA_DATABASE,
+            lambda port: {**FIXED_RANGES, "SERVERS": servers_from(galera, refused)},
+            scenario,
+        )
+    finally:
+        refused.execute(f"SET GLOBAL {setting} = OFF")
+    report(f"Galera, first server {refusal}", result)
+    assert_unique(result["numbers"])
+    assert result["errors"] == {}, result["messages"]
+    assert all(one["numbers"] for one in result["runs"])
+    assert max(seen) == 0, f"sessions on the refused node: {seen}"
