@@ -2,7 +2,8 @@
 
 Run as `python -m tests.support.galera_worker PORT DATABASE NAME OUT STOP SETTINGS_JSON`: Django's connection goes
 to the node on PORT, SEGMENT_SEQ is the JSON (SERVERS included, if any). Writes {"numbers": [...], "errors":
-{name: count}, "longest_pause": s, "pauses": [[start, seconds], ...]} to OUT, times since the worker started.
+{name: count}, "longest_pause": s, "pauses": [[start, seconds], ...]} to OUT, each start on the monotonic
+clock, which the parent shares.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ def take(out: str, stop: str, name: str) -> None:
             continue
         now = time.monotonic()
         if now - last > PAUSE:
-            pauses.append((last - started, now - last))
+            pauses.append((last, now - last))
         longest, last = max(longest, now - last), now
     with open(out, "w") as fh:
         json.dump(
