@@ -50,6 +50,9 @@ __all__ = ["Allocation", "allocate"]
 
 logger = logging.getLogger("django_segment_seq")
 
+# What a Galera cluster's pause looks like to one attempt: the row held (commits stopped), or a failure.
+PAUSE_SIGNS: tuple[type[Exception], ...] = (RowBusy, *TRANSIENT_ERRORS)
+
 
 @dataclass(slots=True)
 class Allocation:
@@ -142,7 +145,7 @@ def allocate(
                     _compare_and_set(
                         connection, alias, name, wanted, settings, result, prefer, create_here, plan.use_caller
                     )
-                except (RowBusy, *TRANSIENT_ERRORS):
+                except PAUSE_SIGNS:
                     plan.learn_cluster(connection, settings)
                     raise
             return result

@@ -15,8 +15,8 @@ from django_segment_seq.allocator.attempts import (
     RowBusy,
     RowMissing,
     attempt_on,
-    caller_carries,
     backoff,
+    caller_carries,
     is_lock_timeout,
     use_caller_next,
 )

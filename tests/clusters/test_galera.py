@@ -18,7 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from tests.clusters.conftest import GALERA_DATABASE
@@ -65,8 +64,7 @@ def run(
     stop = tmp_path / f"stop-{name}"
     outs = [tmp_path / f"{name}-{index}.json" for index in range(len(ports))]
     workers = [
-        start_worker(port, database, name, out, stop, segment_seq(port))
-        for port, out in zip(ports, outs, strict=True)
+        start_worker(port, database, name, out, stop, segment_seq(port)) for port, out in zip(ports, outs, strict=True)
     ]
     started = time.monotonic()
     try:
@@ -139,7 +137,6 @@ def test_multi_primary_repeats_nothing_and_raises_nothing(galera, tmp_path):
     assert all(one["numbers"] for one in result["runs"]), "every worker took numbers"
 
 
-
 def commits_on(node: Node) -> int:
     """Transactions clients committed on `node` since it started; what other nodes replicate is not counted."""
     return int(node.execute("SHOW GLOBAL STATUS LIKE 'wsrep_local_commits'")[0][1])
@@ -180,11 +177,12 @@ def test_node_loss_pauses_callers_without_errors_and_the_node_is_used_again(gale
     on_the_lost_node = [port == lost.port for port in ports]
     loss = [longest_pause(one, killed - 1, killed + 12) for one in result["runs"]]
     rejoin = [longest_pause(one, restarted, restarted + figures["rejoin"] + 3) for one in result["runs"]]
+    pairs = list(zip(loss, on_the_lost_node, strict=True))
     report(
         "Galera, node 3 killed under load",
         result,
-        pause_on_the_loss_survivors=f"{max(p for p, lost_ in zip(loss, on_the_lost_node) if not lost_):.2f} s",
-        pause_on_the_loss_lost_nodes_callers=f"{max(p for p, lost_ in zip(loss, on_the_lost_node) if lost_):.2f} s",
+        pause_on_the_loss_survivors=f"{max(p for p, on_lost in pairs if not on_lost):.2f} s",
+        pause_on_the_loss_lost_nodes_callers=f"{max(p for p, on_lost in pairs if on_lost):.2f} s",
         pause_at_the_rejoin=f"{max(rejoin):.2f} s",
         rejoined_in=f"{figures['rejoin']:.1f} s",
         compare_and_sets_on_the_rejoined_node=int(figures["back"]),
