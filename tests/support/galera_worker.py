@@ -2,8 +2,8 @@
 
 Run as `python -m tests.support.galera_worker PORT DATABASE NAME OUT STOP SETTINGS_JSON`: Django's connection goes
 to the node on PORT, SEGMENT_SEQ is the JSON (SERVERS included, if any). Writes {"numbers": [...], "errors":
-{name: count}, "longest_pause": s, "pauses": [[start, seconds], ...]} to OUT, each start on the monotonic
-clock, which the parent shares.
+{name: count}, "longest_pause": s, "pauses": [[start, seconds], ...], "figures": {ranges_fetched, retries,
+failures, busy}} to OUT, each pause's start on the monotonic clock, which the parent shares.
 """
 
 from __future__ import annotations
@@ -62,10 +62,14 @@ def take(out: str, stop: str, name: str) -> None:
         if now - last > PAUSE:
             pauses.append((last, now - last))
         longest, last = max(longest, now - last), now
+    from django_segment_seq import sequence_stats
+
+    stats = sequence_stats().get(("default", name))
+    figures = {key: getattr(stats, key, 0) for key in ("ranges_fetched", "retries", "failures", "busy")}
     with open(out, "w") as fh:
         json.dump(
             {"numbers": numbers, "errors": dict(errors), "messages": messages, "longest_pause": longest,
-             "pauses": pauses, "seconds": time.monotonic() - started},
+             "pauses": pauses, "seconds": time.monotonic() - started, "figures": figures},
             fh,
         )  # fmt: skip
 
