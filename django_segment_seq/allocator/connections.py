@@ -85,6 +85,28 @@ def open_private_connection(alias: str) -> BaseDatabaseWrapper:
     raise OperationalError(f"no server of database {alias!r} can take a range now: {'; '.join(reasons)}")
 
 
+def refuse_if_unfit(alias: str, connection: BaseDatabaseWrapper) -> None:
+    """After an attempt on a private connection of SERVERS found the row held or failed: is its node still fit?
+
+    A Galera node can stop being fit while connections are open on it: a donor of a full state transfer
+    (rsync) blocks every write until the transfer ends. Such a node is tried last from now on, and
+    OperationalError is raised, so the pool drops the connection and the next attempt opens one elsewhere.
+    """
+    placed = _placed.get(connection)
+    if placed is None:
+        return
+    try:
+        refusal = node_state(connection, fresh=True).refusal()
+    except (DatabaseError, InterfaceError):
+        return  # the session is gone: the failure itself drops the connection
+    if refusal is None:
+        return
+    servers = servers_of(alias)
+    address = servers[placed[0]] if placed[0] < len(servers) else "?"
+    _down[address] = time.monotonic() + RECHECK_SECONDS
+    raise OperationalError(f"server {address} of database {alias!r} {refusal}")
+
+
 def _due_for_recheck(connection: BaseDatabaseWrapper) -> bool:
     """A connection on a server further down SERVERS, opened RECHECK_SECONDS ago: the first may be back."""
     placed = _placed.get(connection)

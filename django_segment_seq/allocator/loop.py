@@ -33,6 +33,7 @@ from django_segment_seq.allocator.attempts import (
 )
 from django_segment_seq.allocator.blocks import Block, Row, failover_skip, next_block
 from django_segment_seq.allocator.callers import Session
+from django_segment_seq.allocator.connections import refuse_if_unfit
 from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
@@ -147,6 +148,8 @@ def allocate(
                     )
                 except PAUSE_SIGNS:
                     plan.learn_cluster(connection, settings)
+                    if not plan.use_caller:
+                        refuse_if_unfit(alias, connection)  # a node no longer fit: the next attempt goes elsewhere
                     raise
             return result
         except RowMissing:

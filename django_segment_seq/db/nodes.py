@@ -56,8 +56,9 @@ def state_of(found: tuple[Any, ...]) -> NodeState:
     )
 
 
-def node_state(connection: BaseDatabaseWrapper) -> NodeState:
-    """The state of the server `connection` is open on, asked once per session; PostgreSQL and SQLite: none.
+def node_state(connection: BaseDatabaseWrapper, *, fresh: bool = False) -> NodeState:
+    """The state of the server `connection` is open on, asked once per session unless `fresh`; PostgreSQL and
+    SQLite: none.
 
     Database errors propagate: a Galera node that is not ready may refuse even this question.
     """
@@ -66,7 +67,7 @@ def node_state(connection: BaseDatabaseWrapper) -> NodeState:
     connection.ensure_connection()
     session = id(connection.connection)
     known = _known.get(connection)
-    if known is not None and known[0] == session:
+    if known is not None and known[0] == session and not fresh:
         return known[1]
     query = MARIADB_NODE_STATE if getattr(connection, "mysql_is_mariadb", False) else MYSQL_NODE_STATE
     with connection.cursor() as cursor:

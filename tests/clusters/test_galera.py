@@ -232,3 +232,38 @@ def test_a_node_read_only_or_not_synced_is_not_allocated_on(galera, tmp_path, re
     assert result["errors"] == {}, result["messages"]
     assert all(one["numbers"] for one in result["runs"])
     assert max(seen) == 0, f"compare-and-sets sent to the refused node: {seen}"
+
+
+def test_callers_leave_a_node_that_blocks_writes_as_a_state_transfer_donor(galera, tmp_path):
+    """A donor of a full state transfer (rsync) blocks every write, for as long as the copy takes: FLUSH TABLES
+    WITH READ LOCK plays it here, longer than CLUSTER_PAUSE. Callers on the donor go on through another node."""
+    galera.nodes[0].execute(INSERT_ROW.format(name="donor"), GALERA_DATABASE)
+    donor = galera.nodes[0]
+    states: list[str] = []
+
+    def scenario() -> None:
+        import MySQLdb  # installed wherever the MariaDB tests run
+
+        time.sleep(1)
+        holder = MySQLdb.connect(host="127.0.0.1", port=donor.port, user="root", connect_timeout=3)
+        try:
+            holder.cursor().execute("FLUSH TABLES WITH READ LOCK")
+            for _ in range(8):  # 8 s: past the workers' CLUSTER_PAUSE of 5 s
+                time.sleep(1)
+                states.append(donor.status()["wsrep_local_state_comment"])
+        finally:
+            holder.close()
+        time.sleep(1)
+
+    result = run(
+        tmp_path,
+        "donor",
+        [donor.port] * 2,
+        GALERA_DATABASE,
+        lambda port: {**FIXED_RANGES, "CLUSTER_PAUSE": 5, "SERVERS": servers_from(galera, donor)},
+        scenario,
+    )
+    report("Galera, first server blocked as a donor", result, donor_states=sorted(set(states)))
+    assert_unique(result["numbers"])
+    assert result["errors"] == {}, result["messages"]
+    assert result["longest_pause"] < 5
