@@ -123,7 +123,7 @@ def test_a_single_server_for_comparison(tmp_path):
         cursor.execute(INSERT_ROW.format(name="single"))
     port = int(connection.settings_dict.get("PORT") or 3306)
     database = str(connection.settings_dict["NAME"])
-    result = run(tmp_path, "single", [port] * 6, database, lambda port: FIXED_RANGES, lambda: time.sleep(3))
+    result = run(tmp_path, "single", [port] * 6, database, lambda port: FIXED_RANGES, lambda: time.sleep(5))
     report("single server, 6 workers", result)
     assert_unique(result["numbers"])
     assert result["errors"] == {}, result["messages"]
@@ -133,7 +133,7 @@ def test_multi_primary_repeats_nothing_and_raises_nothing(galera, tmp_path):
     """Two workers on each node take numbers of one row at once; conflicts at commit are lost races, retried."""
     galera.nodes[0].execute(INSERT_ROW.format(name="multi"), GALERA_DATABASE)
     result = run(
-        tmp_path, "multi", cluster_ports(galera), GALERA_DATABASE, lambda port: FIXED_RANGES, lambda: time.sleep(3)
+        tmp_path, "multi", cluster_ports(galera), GALERA_DATABASE, lambda port: FIXED_RANGES, lambda: time.sleep(5)
     )
     report("Galera, 3 nodes x 2 workers", result)
     assert_unique(result["numbers"])
