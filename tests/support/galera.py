@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -74,8 +75,6 @@ def missing() -> str | None:
         return f"the Galera provider {PROVIDER} is not installed (Debian's galera-4)"
     if os.geteuid() == 0:
         try:
-            import pwd
-
             pwd.getpwnam(USER)
         except KeyError:
             return f"there is no {USER} user to run the servers as"
@@ -161,7 +160,7 @@ class Node:
         return self.process is not None and self.process.poll() is None
 
     def execute(self, sql: str, database: str | None = None, timeout: int = 3) -> list[tuple]:
-        import MySQLdb
+        import MySQLdb  # installed wherever the MariaDB tests run; the other backends' jobs never call this
 
         conn = MySQLdb.connect(
             host="127.0.0.1", port=self.port, user="root", db=database or "", connect_timeout=timeout
