@@ -53,7 +53,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "CLUSTER_PAUSE",
-        15.0,
+        20.0,
         (int, float),
         "seconds a Galera cluster that stopped its writes (a node lost, not yet evicted) is waited for",
         low=0.001,

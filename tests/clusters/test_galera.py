@@ -197,7 +197,7 @@ def test_node_loss_pauses_callers_without_errors_and_the_node_is_used_again(gale
     assert max(result["numbers"]) < 10_000_000
     # The dead node's callers went on: every worker took numbers well after the kill.
     assert all(one["numbers"] for one in result["runs"])
-    assert result["longest_pause"] < 15
+    assert result["longest_pause"] < 20  # CLUSTER_PAUSE: past it, a caller would have had an error
     assert figures["back"] > 0, "the rejoined node was not used again"
 
 
