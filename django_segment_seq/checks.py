@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core import checks
 from django.db import router
 
+from django_segment_seq.allocator.connections import split_address
 from django_segment_seq.conf import DEFAULTS, SETTING_NAME, SETTINGS, Setting
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.routing import sequence_database
@@ -32,7 +33,12 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                 id="django_segment_seq.E001",
             )
         ]
-    errors = [*_check_keys(configured), *_check_values(configured), *_check_database(configured)]
+    errors = [
+        *_check_keys(configured),
+        *_check_values(configured),
+        *_check_database(configured),
+        *_check_servers(configured),
+    ]
     if configured.get("METRICS") is True:
         errors += _check_metrics()
     return errors
@@ -76,6 +82,47 @@ def _check_database(configured: dict[str, Any]) -> list[checks.CheckMessage]:
             )
         ]
     return _check_router_agrees(alias)
+
+
+def _check_servers(configured: dict[str, Any]) -> list[checks.CheckMessage]:
+    """SERVERS maps aliases of MariaDB or MySQL databases to lists of "host:port": a typo would leave a node out."""
+    servers = configured.get("SERVERS")
+    if not isinstance(servers, dict):
+        return []  # None, or a wrong type that E003 reports
+    errors: list[checks.CheckMessage] = []
+    for alias, addresses in servers.items():
+        if alias not in settings.DATABASES or not _addresses(addresses):
+            errors.append(
+                checks.Error(
+                    f"{SETTING_NAME}['SERVERS'][{alias!r}] is {addresses!r}.",
+                    hint='Map an alias of DATABASES to a non-empty list of "host:port" strings, e.g. '
+                    '{"default": ["db1:3306", "db2:3306", "db3:3306"]}.',
+                    id="django_segment_seq.E050",
+                )
+            )
+        elif "mysql" not in str(settings.DATABASES[alias].get("ENGINE", "")):
+            errors.append(
+                checks.Error(
+                    f"{SETTING_NAME}['SERVERS'] names {alias!r}, which is not a MariaDB or MySQL database.",
+                    hint="PostgreSQL takes several hosts in HOST and PORT (libpq tries them in turn), with "
+                    "OPTIONS target_session_attrs='read-write'; SQLite has no servers.",
+                    id="django_segment_seq.E051",
+                )
+            )
+    return errors
+
+
+def _addresses(addresses: Any) -> bool:
+    """A non-empty list or tuple of "host:port" texts, each port a number."""
+    if not isinstance(addresses, (list, tuple)) or not addresses:
+        return False
+    for address in addresses:
+        if not isinstance(address, str):
+            return False
+        host, port = split_address(address)
+        if not host or (port and not port.isdigit()):
+            return False
+    return True
 
 
 def _check_router_agrees(alias: str) -> list[checks.CheckMessage]:

@@ -46,6 +46,19 @@ SETTINGS: tuple[Setting, ...] = (
         low=0.001,
     ),
     Setting(
+        "SERVERS",
+        None,
+        (dict, NoneType),
+        'per alias, the MariaDB Galera nodes ("host:port") that private connections try in turn; None: HOST and PORT',
+    ),
+    Setting(
+        "CLUSTER_PAUSE",
+        20.0,
+        (int, float),
+        "seconds a Galera cluster that stopped its writes (a node lost, not yet evicted) is waited for",
+        low=0.001,
+    ),
+    Setting(
         "FAILOVER_SKIP",
         10_000_000,
         (int,),

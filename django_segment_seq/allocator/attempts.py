@@ -14,7 +14,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django_segment_seq.allocator import callers
 from django_segment_seq.allocator.blocks import Row
 from django_segment_seq.allocator.callers import Session
-from django_segment_seq.allocator.connections import pool
+from django_segment_seq.allocator.connections import pool, servers_of
 
 # Errors after which a fresh connection and another attempt may succeed.
 TRANSIENT_ERRORS: tuple[type[Error], ...] = (OperationalError, InterfaceError)  # InterfaceError is no DatabaseError
@@ -70,13 +70,22 @@ def backoff(attempt: int, ceiling: float) -> None:
     time.sleep(random.uniform(0, min(ceiling, 0.001 * 2 ** min(attempt, 12))))
 
 
+def caller_carries(caller: BaseDatabaseWrapper, state: Session) -> bool:
+    """Whether an attempt may run on the caller's own connection, found in `state`.
+
+    Only when it is idle in autocommit, and never when SERVERS lists the alias's servers: the caller's
+    connection knows one of them, which may be the one that is down or not ready.
+    """
+    return state is Session.IDLE and not servers_of(caller.alias)
+
+
 def use_caller_next(caller: BaseDatabaseWrapper | None, used_caller: bool) -> bool:
     """After a transient failure, whether the next attempt runs on the caller's own connection.
 
     The caller's connection failed: Django recycles it, a private one takes over. A private one
     failed (the server refused another connection, say): the caller's own serves if it is idle.
     """
-    return not used_caller and caller is not None and callers.session(caller) is Session.IDLE
+    return not used_caller and caller is not None and caller_carries(caller, callers.session(caller))
 
 
 @contextmanager

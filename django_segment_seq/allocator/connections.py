@@ -1,7 +1,9 @@
 """Private autocommit connections for allocation, so a range commits on its own, whatever the caller's transaction does.
 
 They are opened only when the caller's own connection cannot carry an allocation (it is inside a
-transaction) or for background fetches, and closed after CONNECTION_MAX_IDLE seconds unused.
+transaction), for background fetches, or always when SEGMENT_SEQ["SERVERS"] lists the nodes of a Galera
+cluster for the alias, and closed after CONNECTION_MAX_IDLE seconds unused. With SERVERS, a connection
+is opened on the first node in the list that answers and may take a range (db/nodes.py).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -18,20 +21,109 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.utils import load_backend
 
 from django_segment_seq.conf import app_settings
+from django_segment_seq.db.nodes import node_state
 from django_segment_seq.db.statements import SESSION_LOCK_TIMEOUT, session_lock_timeout_params
 
 # Seconds a private connection may take to connect, unless the project's OPTIONS say otherwise.
 CONNECT_TIMEOUT = 10
+# SERVERS: seconds a server that refused a connection is tried only after the others, and after which a
+# connection on a server further down the list is closed, so the first server is used again once it is back.
+RECHECK_SECONDS = 5.0
+
+# SERVERS: until when each "host:port" that failed or refused is tried last.
+_down: dict[str, float] = {}
+# SERVERS: per private connection, its server's place in the list and when it was opened.
+_placed: weakref.WeakKeyDictionary[BaseDatabaseWrapper, tuple[int, float]] = weakref.WeakKeyDictionary()
+
+
+def servers_of(alias: str) -> list[str]:
+    """The servers SERVERS lists for `alias`, in the order they are tried; empty when it lists none."""
+    servers = (app_settings()["SERVERS"] or {}).get(alias)
+    return list(servers) if servers else []
+
+
+def split_address(address: str) -> tuple[str, str]:
+    """("host", "port") of "host:port" or "[v6 address]:port"; the port is "" when none is given."""
+    if address.startswith("["):
+        host, _, rest = address[1:].partition("]")
+        return host, rest.lstrip(":")
+    host, _, port = address.rpartition(":") if address.count(":") == 1 else (address, "", "")
+    return host, port
 
 
 def open_private_connection(alias: str) -> BaseDatabaseWrapper:
     """A new connection to `alias` that always runs in autocommit and never waits long for a lock.
+
+    With SERVERS listing the alias's servers, each is tried in turn (those that failed lately last), and
+    one that is read-only or, on Galera, not Synced and ready, is passed over. OperationalError when none will do.
+    """
+    servers = servers_of(alias)
+    if not servers:
+        return _open(alias, None)
+    now = time.monotonic()
+    in_turn = [a for a in servers if _down.get(a, 0) <= now] + [a for a in servers if _down.get(a, 0) > now]
+    reasons: list[str] = []
+    for address in in_turn:
+        try:
+            connection = _open(alias, address)
+        except (OperationalError, InterfaceError) as exc:
+            reasons.append(f"{address}: {exc}")
+            _down[address] = time.monotonic() + RECHECK_SECONDS
+            continue
+        try:
+            refusal = node_state(connection).refusal()
+        except (DatabaseError, InterfaceError) as exc:  # a Galera node that is not ready may refuse the question
+            refusal = f"did not answer ({exc})"
+        if refusal is None:
+            _down.pop(address, None)
+            _placed[connection] = (servers.index(address), time.monotonic())
+            return connection
+        reasons.append(f"{address} {refusal}")
+        _down[address] = time.monotonic() + RECHECK_SECONDS
+        with suppress(Exception):  # refused: closed, whatever state its session is in
+            connection.close()
+    raise OperationalError(f"no server of database {alias!r} can take a range now: {'; '.join(reasons)}")
+
+
+def refuse_if_unfit(alias: str, connection: BaseDatabaseWrapper) -> None:
+    """After an attempt on a private connection of SERVERS found the row held or failed: is its node still fit?
+
+    A Galera node can stop being fit while connections are open on it: a donor of a full state transfer
+    (rsync) blocks every write until the transfer ends. Such a node is tried last from now on, and
+    OperationalError is raised, so the pool drops the connection and the next attempt opens one elsewhere.
+    """
+    placed = _placed.get(connection)
+    if placed is None:
+        return
+    try:
+        refusal = node_state(connection, fresh=True).refusal()
+    except (DatabaseError, InterfaceError):
+        return  # the session is gone: the failure itself drops the connection
+    if refusal is None:
+        return
+    servers = servers_of(alias)
+    address = servers[placed[0]] if placed[0] < len(servers) else "?"
+    _down[address] = time.monotonic() + RECHECK_SECONDS
+    raise OperationalError(f"server {address} of database {alias!r} {refusal}")
+
+
+def _due_for_recheck(connection: BaseDatabaseWrapper) -> bool:
+    """A connection on a server further down SERVERS, opened RECHECK_SECONDS ago: the first may be back."""
+    placed = _placed.get(connection)
+    return placed is not None and placed[0] > 0 and time.monotonic() - placed[1] > RECHECK_SECONDS
+
+
+def _open(alias: str, address: str | None) -> BaseDatabaseWrapper:
+    """One private connection to `alias`, on `address` ("host:port") instead of its HOST and PORT when given.
 
     The project's settings are copied, not shared: AUTOCOMMIT=False there (a project managing its own
     transactions) must not leave an allocation uncommitted here.
     """
     source = connections.settings[alias]
     settings_dict = dict(source, AUTOCOMMIT=True, OPTIONS=dict(source.get("OPTIONS") or {}))
+    if address is not None:
+        host, port = split_address(address)
+        settings_dict.update(HOST=host, PORT=port or source.get("PORT", ""))
     backend = load_backend(settings_dict["ENGINE"])
     connection: BaseDatabaseWrapper = backend.DatabaseWrapper(settings_dict, alias)
     vendor = connection.vendor
@@ -71,6 +163,9 @@ class ConnectionPool:
         with self._lock:
             idle = self._idle.get(alias)
             connection = idle.pop()[0] if idle else None
+        if connection is not None and _due_for_recheck(connection):
+            self._discard(connection)
+            connection = None
         if connection is None:
             connection = open_private_connection(alias)
         with self._lock:

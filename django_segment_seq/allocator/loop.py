@@ -26,16 +26,19 @@ from django_segment_seq.allocator.attempts import (
     RowMissing,
     attempt_on,
     backoff,
+    caller_carries,
     is_lock_timeout,
     is_lost_race,
     use_caller_next,
 )
 from django_segment_seq.allocator.blocks import Block, Row, failover_skip, next_block
 from django_segment_seq.allocator.callers import Session
+from django_segment_seq.allocator.connections import refuse_if_unfit
 from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
 from django_segment_seq.db.history import server_history
+from django_segment_seq.db.nodes import on_galera
 from django_segment_seq.db.statements import Statements, statements_for
 from django_segment_seq.exceptions import (
     SequenceContention,
@@ -47,6 +50,9 @@ from django_segment_seq.exceptions import (
 __all__ = ["Allocation", "allocate"]
 
 logger = logging.getLogger("django_segment_seq")
+
+# What a Galera cluster's pause looks like to one attempt: the row held (commits stopped), or a failure.
+PAUSE_SIGNS: tuple[type[Exception], ...] = (RowBusy, *TRANSIENT_ERRORS)
 
 
 @dataclass(slots=True)
@@ -80,7 +86,24 @@ class _Plan:
     ask_caller: bool
     use_caller: bool
     deadline: float
+    # How long a row held elsewhere is waited for: LOCK_TIMEOUT, or CLUSTER_PAUSE once the server is known
+    # to be a Galera node, whose writes all stop while a lost node is not yet evicted.
+    bound: float
+    started: float
     held_version: int | None = None
+    galera: bool = False
+
+    def learn_cluster(self, connection: BaseDatabaseWrapper, settings: dict[str, Any]) -> None:
+        """After a row found busy or a failure: on a Galera node, wait as long as CLUSTER_PAUSE from the start."""
+        if self.galera or not on_galera(connection):
+            return
+        self.galera = True
+        self.bound = max(self.bound, settings["CLUSTER_PAUSE"])
+        self.deadline = max(self.deadline, self.started + self.bound)
+
+    def paused(self) -> bool:
+        """Whether failures are still waited out: a Galera cluster's pause, within CLUSTER_PAUSE from the start."""
+        return self.galera and time.monotonic() < self.started + self.bound
 
 
 def allocate(
@@ -106,14 +129,28 @@ def allocate(
     if caller is not None and state is Session.IN_TRANSACTION and callers.known_to_hold(caller, name):
         return _inside(caller, alias, name, wanted, settings, result)
     in_transaction = caller is not None and state is Session.IN_TRANSACTION
-    plan = _Plan(caller, in_transaction, state is Session.IDLE, time.monotonic() + settings["LOCK_TIMEOUT"])
+    started = time.monotonic()
+    plan = _Plan(
+        caller,
+        in_transaction,
+        caller is not None and caller_carries(caller, state),
+        started + settings["LOCK_TIMEOUT"],
+        settings["LOCK_TIMEOUT"],
+        started,
+    )
     while True:
         try:
             with attempt_on(alias, caller if plan.use_caller else None) as connection:
                 create_here = create and not plan.ask_caller
-                _compare_and_set(
-                    connection, alias, name, wanted, settings, result, prefer, create_here, plan.use_caller
-                )
+                try:
+                    _compare_and_set(
+                        connection, alias, name, wanted, settings, result, prefer, create_here, plan.use_caller
+                    )
+                except PAUSE_SIGNS:
+                    plan.learn_cluster(connection, settings)
+                    if not plan.use_caller:
+                        refuse_if_unfit(alias, connection)  # a node no longer fit: the next attempt goes elsewhere
+                    raise
             return result
         except RowMissing:
             if not create:
@@ -130,7 +167,7 @@ def allocate(
             _wait_for_holder(plan, exc, alias, name, settings, result)
         except TRANSIENT_ERRORS as exc:
             result.failures += 1
-            if result.failures > settings["CONNECTION_RETRIES"]:
+            if result.failures > settings["CONNECTION_RETRIES"] and not plan.paused():
                 raise SequenceUnavailable(name, alias, result.failures, exc) from exc
             plan.use_caller = use_caller_next(caller, plan.use_caller)
             backoff(result.failures, settings["MAX_BACKOFF"])
@@ -148,14 +185,14 @@ def _in_caller_if_its_row(
 def _wait_for_holder(
     plan: _Plan, exc: RowBusy, alias: str, name: str, settings: dict[str, Any], result: Allocation
 ) -> None:
-    """Another transaction holds the row: wait for it, within LOCK_TIMEOUT.
+    """Another transaction holds the row: wait for it, within LOCK_TIMEOUT (CLUSTER_PAUSE on Galera).
 
     The bound restarts while the row keeps moving: short holds by one process after another are
     contention, which MAX_RETRIES bounds.
     """
     if exc.row is not None and exc.row.version != plan.held_version:
         plan.held_version = exc.row.version
-        plan.deadline = time.monotonic() + settings["LOCK_TIMEOUT"]
+        plan.deadline = time.monotonic() + plan.bound
         if result.busy > settings["MAX_RETRIES"]:
             raise SequenceContention(name, result.busy) from exc
     elif time.monotonic() >= plan.deadline:
@@ -163,7 +200,7 @@ def _wait_for_holder(
             name,
             alias,
             result.busy,
-            RowBusy(f"the row or its table was held by another transaction for over {settings['LOCK_TIMEOUT']} s"),
+            RowBusy(f"the row or its table was held by another transaction for over {plan.bound:g} s"),
         ) from exc
     backoff(result.busy, settings["MAX_BACKOFF"])
 

@@ -16,6 +16,7 @@ from django_segment_seq.allocator.attempts import (
     RowMissing,
     attempt_on,
     backoff,
+    caller_carries,
     is_lock_timeout,
     use_caller_next,
 )
@@ -178,7 +179,7 @@ def ensure_derived_row(
         _create_inside(caller, alias, name, settings, base_name=base_name, period=period, cap=cap)
         return False
     ask_caller = state is Session.IN_TRANSACTION
-    use_caller = state is Session.IDLE
+    use_caller = caller_carries(caller, state)
     failures = 0
     while True:
         try:

@@ -145,6 +145,17 @@ MYSQL_PROBE_WAIT = (
 )
 MYSQL_KILL_QUERY = "KILL QUERY %s"
 
+# MariaDB: whether a server may take an allocation (read-only, and for a Galera node whether it is Synced
+# and ready), and whether it is a Galera node at all; asked once per session (db/nodes.py). The variables are
+# read from information_schema so a server built without Galera answers NULL instead of failing.
+MARIADB_NODE_STATE = (
+    "SELECT @@GLOBAL.read_only, "
+    "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = 'WSREP_ON'), "
+    "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT'), "
+    "(SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_READY')"
+)
+MYSQL_NODE_STATE = "SELECT @@GLOBAL.read_only, NULL, NULL, NULL"
+
 
 def session_lock_timeout_params(vendor: str, seconds: float) -> list[str | int]:
     """The parameters of SESSION_LOCK_TIMEOUT: milliseconds on PostgreSQL, whole seconds (twice) on MariaDB."""

@@ -1,0 +1,154 @@
+"""SERVERS and CLUSTER_PAUSE without a cluster: addresses, node states, checks, servers tried in turn, and the
+longer wait on a Galera node. The Galera cluster itself is driven in tests/clusters/test_galera.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.conf import settings
+from django.core.checks import run_checks
+from django.db import OperationalError, connection
+
+from django_segment_seq import clear_cache, next_value
+from django_segment_seq.allocator import connections as private
+from django_segment_seq.allocator import loop
+from django_segment_seq.allocator.connections import open_private_connection, split_address
+from django_segment_seq.db.nodes import NOT_A_CLUSTER, node_state, state_of
+from django_segment_seq.exceptions import SequenceUnavailable
+from django_segment_seq.models import Sequence
+
+# The test models conceal numbers, so every SEGMENT_SEQ tried here keeps the suite's key.
+KEPT = dict(settings.SEGMENT_SEQ)
+on_mariadb = pytest.mark.skipif(settings.BACKEND != "mariadb", reason="SERVERS is for MariaDB and MySQL")
+# A loopback port nothing listens on: a connection there is refused at once, as on a node just killed.
+DEAD = "127.0.0.1:1"
+
+
+@pytest.mark.parametrize(
+    ("address", "split"),
+    [
+        ("db1:3306", ("db1", "3306")),
+        ("127.0.0.1:4401", ("127.0.0.1", "4401")),
+        ("[::1]:4401", ("::1", "4401")),
+        ("::1", ("::1", "")),
+        ("db1", ("db1", "")),
+    ],
+)
+def test_addresses(address, split):
+    assert split_address(address) == split
+
+
+@pytest.mark.parametrize(
+    ("answer", "refusal"),
+    [
+        ((0, None, None, None), None),  # MariaDB without Galera
+        ((0, "OFF", None, None), None),
+        ((1, None, None, None), "is read-only"),
+        ((0, "ON", "Synced", "ON"), None),
+        ((0, "ON", "Joined", "ON"), "is a Galera node that is not Synced (Joined)"),
+        ((0, "ON", "Donor/Desynced", "ON"), "is a Galera node that is not Synced (Donor/Desynced)"),
+        ((0, "ON", "Initialized", "OFF"), "is a Galera node that is not ready (wsrep_ready OFF)"),
+        ((1, "ON", "Synced", "ON"), "is read-only"),
+    ],
+)
+def test_which_servers_are_refused(answer, refusal):
+    assert state_of(answer).refusal() == refusal
+
+
+@pytest.mark.parametrize(
+    ("servers", "ids"),
+    [
+        ({"default": ["db1:3306", "db2"]}, []),
+        ({"nowhere": ["db1:3306"]}, ["django_segment_seq.E050"]),
+        ({"default": []}, ["django_segment_seq.E050"]),
+        ({"default": "db1:3306"}, ["django_segment_seq.E050"]),
+        ({"default": ["db1:port"]}, ["django_segment_seq.E050"]),
+        ({"default": [3306]}, ["django_segment_seq.E050"]),
+        (["db1:3306"], ["django_segment_seq.E003"]),
+    ],
+)
+def test_servers_are_checked(settings, servers, ids):
+    settings.SEGMENT_SEQ = {**KEPT, "SERVERS": servers}
+    if ids == [] and settings.BACKEND != "mariadb":
+        ids = ["django_segment_seq.E051"]  # well formed, but not a MariaDB or MySQL database
+    assert [message.id for message in run_checks()] == ids
+
+
+@on_mariadb
+@pytest.mark.django_db(transaction=True)
+def test_servers_are_tried_in_turn_and_a_dead_one_last(settings):
+    here = f"{connection.settings_dict['HOST'] or '127.0.0.1'}:{connection.settings_dict['PORT'] or 3306}"
+    settings.SEGMENT_SEQ = {**KEPT, "SERVERS": {"default": [DEAD, here]}}
+    private._down.clear()
+    opened = open_private_connection("default")
+    try:
+        assert opened.settings_dict["PORT"] == here.rpartition(":")[2]
+        assert node_state(opened) == NOT_A_CLUSTER  # the suite's server: writable, no Galera
+    finally:
+        opened.close()
+    assert DEAD in private._down  # tried last from now on, until RECHECK_SECONDS pass
+    settings.SEGMENT_SEQ = {**KEPT, "SERVERS": {"default": [DEAD, "127.0.0.1:2"]}}
+    with pytest.raises(OperationalError, match="no server of database 'default' can take a range now"):
+        open_private_connection("default")
+    private._down.clear()
+
+
+@on_mariadb
+@pytest.mark.django_db(transaction=True)
+def test_with_servers_the_callers_own_connection_is_not_used(settings):
+    """The caller's connection knows one server, maybe the dead one: ranges go through a private connection."""
+    here = f"{connection.settings_dict['HOST'] or '127.0.0.1'}:{connection.settings_dict['PORT'] or 3306}"
+    settings.SEGMENT_SEQ = {**KEPT, "SERVERS": {"default": [DEAD, here]}}
+    connection.close()
+    assert [next_value("servers") for _ in range(3)] == [1, 2, 3]
+    assert connection.connection is None
+    private._down.clear()
+
+
+def hold_row(name: str, seconds: float, locked: threading.Event) -> None:
+    """Lock the row in a transaction of another session for `seconds`, as a Galera cluster's pause holds commits."""
+    import MySQLdb  # installed only where MariaDB is tested
+
+    params = connection.settings_dict
+    conn = MySQLdb.connect(
+        host=params["HOST"] or "127.0.0.1", port=int(params["PORT"] or 3306), user=params["USER"],
+        password=params["PASSWORD"], db=params["NAME"],
+    )  # fmt: skip
+    try:
+        cursor = conn.cursor()
+        cursor.execute("BEGIN")
+        cursor.execute("SELECT id FROM django_segment_seq_sequence WHERE name = %s FOR UPDATE", [name])
+        locked.set()
+        time.sleep(seconds)
+        conn.rollback()
+    finally:
+        conn.close()
+
+
+@on_mariadb
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("galera", [False, True], ids=["plain", "galera"])
+def test_a_galera_node_waits_cluster_pause_not_lock_timeout(settings, monkeypatch, galera):
+    """A row held for 2.5 s: LOCK_TIMEOUT 1 s gives up on a plain server; CLUSTER_PAUSE 6 s waits it out on Galera."""
+    settings.SEGMENT_SEQ = {**KEPT, "LOCK_TIMEOUT": 1, "CLUSTER_PAUSE": 6}
+    monkeypatch.setattr(loop, "on_galera", lambda connection: galera)
+    next_value("paused")
+    Sequence.objects.filter(name="paused").update(value=1000)  # the cached range is left behind
+    clear_cache()
+    locked = threading.Event()
+    holder = threading.Thread(target=hold_row, args=("paused", 2.5, locked))
+    holder.start()
+    try:
+        assert locked.wait(10)
+        started = time.monotonic()
+        if galera:
+            assert next_value("paused") == 1001
+            assert 1.5 < time.monotonic() - started < 6
+        else:
+            with pytest.raises(SequenceUnavailable):
+                next_value("paused")
+            assert time.monotonic() - started < 2.5
+    finally:
+        holder.join()
