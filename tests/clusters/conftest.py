@@ -9,8 +9,10 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
+from tests.clusters.patroni_fixtures import patroni_cluster  # noqa: F401 - a fixture, found by pytest here
+
 # Each test module's backend: the job it runs in.
-BACKEND_OF = {"test_pg_failover.py": "postgres"}
+BACKEND_OF = {"test_pg_failover.py": "postgres", "test_patroni.py": "postgres"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -51,6 +51,10 @@ def missing() -> str | None:
         return "PostgreSQL was not found under /usr/lib/postgresql/*/bin"
     if os.geteuid() == 0 and not shutil.which("setpriv"):
         return "running as root and setpriv is not installed (PostgreSQL refuses to run as root)"
+    try:  # its interpreter must be one the postgres user may run (not a pyenv build under /root)
+        subprocess.run(as_postgres([patroni, "--version"]), check=True, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{patroni} does not run as the postgres user: {exc}"
     for port in (ETCD_CLIENT_PORT, ETCD_PEER_PORT, *(p for pair in MEMBER_PORTS for p in pair)):
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
