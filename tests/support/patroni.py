@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -76,6 +77,33 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(10)
 
 
+def kill_postmaster(data: Path) -> None:
+    """SIGKILL the postmaster of `data` and its children: Patroni starts PostgreSQL in a session of its own."""
+    try:
+        postmaster = int((data / "postmaster.pid").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        return
+    children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+    for pid in [postmaster, *map(int, children)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def reap_when_orphaned(parent: int, workdir: Path) -> None:
+    """Run apart from the test process: once it is gone (SIGKILLed, say), kill what it started in `workdir`.
+
+    A session fixture's finalizer never runs when pytest itself is killed, and the leftovers would hold the
+    cluster's fixed ports.
+    """
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    for line in (workdir / "groups").read_text().split() if (workdir / "groups").exists() else []:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.killpg(int(line), signal.SIGKILL)
+    for data in workdir.glob("member*/data"):
+        kill_postmaster(data)
+
+
 @dataclass
 class Member:
     """One Patroni member: its own process group, and the postmaster it starts (in a session of its own)."""
@@ -130,7 +158,7 @@ class Member:
             }
         )
 
-    def start(self, patroni: str) -> None:
+    def start(self, patroni: str) -> subprocess.Popen[bytes]:
         log = (self.dir / "patroni.out").open("wb")
         self.process = subprocess.Popen(
             as_postgres([patroni, str(self.dir / "patroni.yml")]),
@@ -139,23 +167,13 @@ class Member:
             start_new_session=True,  # a process group of its own, killed whole at the end
             cwd=self.dir,
         )
-
-    def postmaster_pids(self) -> list[int]:
-        """The postmaster and its children: Patroni starts PostgreSQL in a session of its own."""
-        try:
-            postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
-        except (FileNotFoundError, IndexError, ValueError):
-            return []
-        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
-        return [postmaster, *map(int, children)]
+        return self.process
 
     def crash(self) -> None:
         """SIGKILL Patroni and then every PostgreSQL process of this member, as a power cut would end them."""
         if self.process is not None:
             kill_group(self.process)
-        for pid in self.postmaster_pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        kill_postmaster(self.data)
 
     def status(self) -> dict[str, object] | None:
         """What Patroni's REST API says of this member (role, state), or None if it does not answer."""
@@ -178,6 +196,7 @@ class PatroniCluster:
     def __init__(self, workdir: Path) -> None:
         self.dir = workdir
         self.etcd: subprocess.Popen[bytes] | None = None
+        self.reaper: subprocess.Popen[bytes] | None = None
         self.members = [
             Member(f"member{index}", port, rest, workdir / f"member{index}")
             for index, (port, rest) in enumerate(MEMBER_PORTS, 1)
@@ -194,14 +213,22 @@ class PatroniCluster:
     def start(self) -> None:
         patroni, bin_dir = patroni_binary(), postgres_bin_dir()
         assert patroni and bin_dir, missing()
+        self.reaper = subprocess.Popen(
+            [sys.executable, __file__, str(os.getpid()), str(self.dir)], start_new_session=True
+        )
         self.start_etcd()
         for member in self.members:
             member.dir.mkdir()
             if os.geteuid() == 0:
                 shutil.chown(member.dir, "postgres", "postgres")
             (member.dir / "patroni.yml").write_text(member.config(f"127.0.0.1:{ETCD_CLIENT_PORT}", bin_dir))
-            member.start(patroni)
+            self.note_group(member.start(patroni))
         self.wait_synchronous()
+
+    def note_group(self, proc: subprocess.Popen[bytes]) -> None:
+        """For the reaper: each process group started (their leaders were started with a session of their own)."""
+        with (self.dir / "groups").open("a") as fh:
+            fh.write(f"{proc.pid}\n")
 
     def start_etcd(self) -> None:
         client, peer = f"http://127.0.0.1:{ETCD_CLIENT_PORT}", f"http://127.0.0.1:{ETCD_PEER_PORT}"
@@ -221,6 +248,7 @@ class PatroniCluster:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        self.note_group(self.etcd)
         self.wait(lambda: self.get_json(f"{client}/health").get("health") == "true", "etcd to answer")
 
     @staticmethod
@@ -304,3 +332,10 @@ class PatroniCluster:
         if self.etcd is not None:
             kill_group(self.etcd)
             self.etcd = None
+        if self.reaper is not None:
+            kill_group(self.reaper)
+            self.reaper = None
+
+
+if __name__ == "__main__":
+    reap_when_orphaned(int(sys.argv[1]), Path(sys.argv[2]))
