@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,13 @@ def start_worker(cluster: PatroniCluster, tmp_path: Path, index: int) -> subproc
     )  # fmt: skip
 
 
-def run_through_crash(cluster: PatroniCluster, tmp_path: Path) -> tuple[list[dict[str, Any]], float, float]:
-    """Workers at full speed, the leader crashed, then AFTER seconds on the new leader: their runs, the crash
-    instant and how long Patroni took to promote."""
+def run_through(
+    cluster: PatroniCluster, tmp_path: Path, crash: Callable[[], None]
+) -> tuple[list[dict[str, Any]], float, float]:
+    """Workers at full speed for BEFORE seconds, then `crash()` (which returns once the cluster takes writes
+    again), then AFTER seconds more: their runs, the crash instant and how long `crash()` took."""
+    cluster.ensure_healthy()
+    cluster.execute("DELETE FROM django_segment_seq_sequence WHERE name = 'failover'", DATABASE)
     cluster.execute(
         "INSERT INTO django_segment_seq_sequence (name, value, step, min_value, max_value, cycle, version, "
         "history, created, modified) "
@@ -53,12 +58,9 @@ def run_through_crash(cluster: PatroniCluster, tmp_path: Path) -> tuple[list[dic
     workers = [start_worker(cluster, tmp_path, index) for index in range(WORKERS)]
     try:
         time.sleep(BEFORE)
-        leader = cluster.leader()
-        (survivor,) = (member for member in cluster.members if member is not leader)
         crashed = time.monotonic()
-        cluster.crash(leader)
-        cluster.wait(survivor.is_writable_leader, "the synchronous standby's promotion", timeout=TTL * 3)
-        promotion = time.monotonic() - crashed
+        crash()
+        recovered = time.monotonic() - crashed
         time.sleep(AFTER)
     finally:
         (tmp_path / "stop").touch()
@@ -75,19 +77,59 @@ def run_through_crash(cluster: PatroniCluster, tmp_path: Path) -> tuple[list[dic
                 failed.append(err[-3000:])
         assert not failed, "\n".join(failed)
     runs = [json.loads((tmp_path / f"worker{index}.json").read_text()) for index in range(WORKERS)]
-    return runs, crashed, promotion
+    return runs, crashed, recovered
 
 
-def test_a_leader_crash_repeats_nothing_and_callers_go_on_by_themselves(patroni_cluster, tmp_path):
-    runs, crashed, promotion = run_through_crash(patroni_cluster, tmp_path)
-
-    every = assert_unique(n for run in runs for n in run["numbers"])
+def errors_and_causes(runs: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, int]]:
     errors: collections.Counter[str] = collections.Counter()
     causes: collections.Counter[str] = collections.Counter()
     for run in runs:
         errors.update(run["errors"])
         causes.update(run["causes"])
-    assert set(errors) <= {"SequenceUnavailable"}, f"callers saw other errors: {dict(errors)}"
+    return dict(errors), dict(causes)
+
+
+def test_a_standby_crash_holds_writers_only_until_patroni_drops_it(patroni_cluster, tmp_path):
+    """With the synchronous standby gone, a commit waits for it until Patroni empties synchronous_standby_names."""
+    cluster = patroni_cluster
+
+    def crash_the_standby() -> None:
+        standby = next(member for member in cluster.members if member is not cluster.leader())
+        cluster.crash(standby)
+        cluster.wait(
+            lambda: cluster.execute("SHOW synchronous_standby_names") == [("",)],
+            "the leader's Patroni to stop waiting for the crashed standby",
+            timeout=TTL * 3,
+        )
+
+    runs, crashed, dropped = run_through(cluster, tmp_path, crash_the_standby)
+    every = assert_unique(n for run in runs for n in run["numbers"])
+    errors, causes = errors_and_causes(runs)
+    assert set(errors) <= {"SequenceUnavailable"}, f"callers saw other errors: {errors}"
+    longest_call = max(run["longest_call"] for run in runs)
+    longest_pause = max(max((b - a for a, b, _ in run["gaps"]), default=0.0) for run in runs)
+    assert all(run["last"] > crashed + dropped for run in runs), "a worker took no number after the crash"
+    print(
+        f"\nPatroni standby crash: {len(every)} numbers, 0 repeats, synchronous standby dropped {dropped:.1f} s "
+        f"after the crash, longest pause {longest_pause:.2f} s, longest call {longest_call:.2f} s, errors {errors} "
+        f"(causes {causes})"
+    )
+    assert longest_call < LONGEST_CALL
+
+
+def test_a_leader_crash_repeats_nothing_and_callers_go_on_by_themselves(patroni_cluster, tmp_path):
+    cluster = patroni_cluster
+
+    def crash_the_leader() -> None:
+        leader = cluster.leader()
+        (survivor,) = (member for member in cluster.members if member is not leader)
+        cluster.crash(leader)
+        cluster.wait(survivor.is_writable_leader, "the synchronous standby's promotion", timeout=TTL * 3)
+
+    runs, crashed, promotion = run_through(cluster, tmp_path, crash_the_leader)
+    every = assert_unique(n for run in runs for n in run["numbers"])
+    errors, causes = errors_and_causes(runs)
+    assert set(errors) <= {"SequenceUnavailable"}, f"callers saw other errors: {errors}"
     longest_call = max(run["longest_call"] for run in runs)
     assert longest_call < LONGEST_CALL
 
@@ -107,7 +149,7 @@ def test_a_leader_crash_repeats_nothing_and_callers_go_on_by_themselves(patroni_
     print(
         f"\nPatroni leader crash: {len(every)} numbers, 0 repeats, {per_second:,.0f} numbers/s before the crash, "
         f"promotion {promotion:.1f} s after the crash, pause {pause:.1f} s (last number before to first after), "
-        f"longest call {longest_call:.2f} s, errors {dict(errors)} (causes {dict(causes)}), "
+        f"longest call {longest_call:.2f} s, errors {errors} (causes {causes}), "
         f"{len(after)} numbers after, from {min(after)} ({per_second_after:,.0f}/s, one member: no synchronous standby)"
     )
     assert pause < promotion + AFTER

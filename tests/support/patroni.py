@@ -137,7 +137,7 @@ class Member:
                         "loop_wait": LOOP_WAIT,
                         "retry_timeout": RETRY_TIMEOUT,
                         "synchronous_mode": True,
-                        "postgresql": {"use_pg_rewind": False, "parameters": {"max_connections": 100}},
+                        "postgresql": {"use_pg_rewind": True, "parameters": {"max_connections": 100}},
                     },
                     "initdb": [{"auth": "trust"}, "no-sync"],
                     "pg_hba": trust,
@@ -153,13 +153,16 @@ class Member:
                         "replication": {"username": "postgres"},
                     },
                     "pg_hba": trust,
+                    # A crashed leader rejoins as a standby: rewound, or copied again if that fails.
+                    "remove_data_directory_on_rewind_failure": True,
+                    "remove_data_directory_on_diverged_timelines": True,
                     "parameters": {"unix_socket_directories": str(self.dir), "fsync": "off"},
                 },
             }
         )
 
     def start(self, patroni: str) -> subprocess.Popen[bytes]:
-        log = (self.dir / "patroni.out").open("wb")
+        log = (self.dir / "patroni.out").open("ab")  # a restart adds to it
         self.process = subprocess.Popen(
             as_postgres([patroni, str(self.dir / "patroni.yml")]),
             stdout=log,
@@ -304,6 +307,15 @@ class PatroniCluster:
     def crash(self, member: Member) -> None:
         member.crash()
         member.process = None
+
+    def ensure_healthy(self) -> None:
+        """Start again the members a test crashed, and wait until they are a leader and its synchronous standby."""
+        patroni = patroni_binary()
+        assert patroni
+        for member in self.members:
+            if member.process is None:
+                self.note_group(member.start(patroni))
+        self.wait_synchronous()
 
     def execute(self, sql: str, database: str = "postgres") -> list[tuple[object, ...]]:
         """A statement on the leader, found the way the app finds it: libpq's multi-host read-write connection."""
