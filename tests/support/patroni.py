@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,14 +163,14 @@ class Member:
         )
 
     def start(self, patroni: str) -> subprocess.Popen[bytes]:
-        log = (self.dir / "patroni.out").open("ab")  # a restart adds to it
-        self.process = subprocess.Popen(
-            as_postgres([patroni, str(self.dir / "patroni.yml")]),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # a process group of its own, killed whole at the end
-            cwd=self.dir,
-        )
+        with (self.dir / "patroni.out").open("ab") as log:  # a restart adds to it
+            self.process = subprocess.Popen(
+                as_postgres([patroni, str(self.dir / "patroni.yml")]),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # a process group of its own, killed whole at the end
+                cwd=self.dir,
+            )
         return self.process
 
     def crash(self) -> None:
@@ -235,22 +236,23 @@ class PatroniCluster:
 
     def start_etcd(self) -> None:
         client, peer = f"http://127.0.0.1:{ETCD_CLIENT_PORT}", f"http://127.0.0.1:{ETCD_PEER_PORT}"
-        self.etcd = subprocess.Popen(
-            [
-                "etcd",
-                "--name=segseq",
-                f"--data-dir={self.dir / 'etcd'}",
-                f"--listen-client-urls={client}",
-                f"--advertise-client-urls={client}",
-                f"--listen-peer-urls={peer}",
-                f"--initial-advertise-peer-urls={peer}",
-                f"--initial-cluster=segseq={peer}",
-                "--initial-cluster-state=new",
-            ],
-            stdout=(self.dir / "etcd.log").open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        with (self.dir / "etcd.log").open("wb") as log:
+            self.etcd = subprocess.Popen(
+                [
+                    "etcd",
+                    "--name=segseq",
+                    f"--data-dir={self.dir / 'etcd'}",
+                    f"--listen-client-urls={client}",
+                    f"--advertise-client-urls={client}",
+                    f"--listen-peer-urls={peer}",
+                    f"--initial-advertise-peer-urls={peer}",
+                    f"--initial-cluster=segseq={peer}",
+                    "--initial-cluster-state=new",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.note_group(self.etcd)
         self.wait(lambda: self.get_json(f"{client}/health").get("health") == "true", "etcd to answer")
 
@@ -262,9 +264,8 @@ class PatroniCluster:
         except (OSError, ValueError):
             return {}
 
-    def wait(self, done: object, what: str, timeout: float = START_TIMEOUT) -> None:
+    def wait(self, done: Callable[[], bool], what: str, timeout: float = START_TIMEOUT) -> None:
         """Poll `done()` until true; a timeout fails with the members' logs' tails, never hangs."""
-        assert callable(done)
         deadline = time.monotonic() + timeout
         while not done():
             for proc, name in [(self.etcd, "etcd")] + [(m.process, m.name) for m in self.members]:
