@@ -327,7 +327,7 @@ class PatroniCluster:
             "target_session_attrs=read-write connect_timeout=3"
         )
         with psycopg.connect(dsn, autocommit=True) as conn:
-            cursor = conn.execute(sql.encode())
+            cursor = conn.execute(sql)
             return list(cursor.fetchall()) if cursor.description else []
 
     def logs(self, tail: int = 2000) -> str:
