@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests.clusters.patroni_fixtures import patroni_cluster  # noqa: F401 - a fixture, found by pytest here
 from tests.support.galera import REJOIN_TIMEOUT, GaleraCluster, missing
 
 # Each test module's backend: the job it runs in.
-BACKEND_OF = {"test_pg_failover.py": "postgres", "test_galera.py": "mariadb"}
+BACKEND_OF = {"test_pg_failover.py": "postgres", "test_patroni.py": "postgres", "test_galera.py": "mariadb"}
 # The database the Galera tests take numbers in, made once on the cluster.
 GALERA_DATABASE = "galera"
 
