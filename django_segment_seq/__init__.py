@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from django_segment_seq.snowflake.exceptions import (
         ClockMovedBackwards,
         SnowflakeError,
+        WorkerIdFenced,
         WorkerIdsExhausted,
         WorkerLeaseExpired,
     )
@@ -75,6 +76,7 @@ _HOMES = {
     "ClockMovedBackwards": "snowflake.exceptions",
     "SnowflakeError": "snowflake.exceptions",
     "WorkerIdsExhausted": "snowflake.exceptions",
+    "WorkerIdFenced": "snowflake.exceptions",
     "WorkerLeaseExpired": "snowflake.exceptions",
     "SnowflakeField": "snowflake.fields",
     "next_snowflake": "snowflake.generator",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django_segment_seq.exceptions import SequenceError
 
-__all__ = ["ClockMovedBackwards", "SnowflakeError", "WorkerIdsExhausted", "WorkerLeaseExpired"]
+__all__ = ["ClockMovedBackwards", "SnowflakeError", "WorkerIdFenced", "WorkerIdsExhausted", "WorkerLeaseExpired"]
 
 
 class SnowflakeError(SequenceError):
@@ -20,6 +20,19 @@ class WorkerLeaseExpired(SnowflakeError):
         super().__init__(
             f"Snowflake layout {layout!r}: the lease of worker id {worker_id} could not be renewed in time ({detail}); "
             "no id is issued until a lease is renewed or taken again."
+        )
+
+
+class WorkerIdFenced(SnowflakeError):
+    """A failover was noticed less than a lease time ago: ids of a newly taken worker id wait until it has passed."""
+
+    def __init__(self, layout: str, worker_id: int, seconds: float) -> None:
+        self.layout = layout
+        self.worker_id = worker_id
+        self.seconds = seconds
+        super().__init__(
+            f"Snowflake layout {layout!r}: worker id {worker_id} was taken after a database failover; a lease "
+            f"the failover lost may still be in use by another process, so its ids start in {seconds:.1f} s."
         )
 
 

@@ -28,7 +28,12 @@ from django.dispatch import receiver
 from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.exceptions import SequenceMisconfigured, SequenceUnavailable
 from django_segment_seq.snowflake import leases
-from django_segment_seq.snowflake.exceptions import ClockMovedBackwards, SnowflakeError, WorkerLeaseExpired
+from django_segment_seq.snowflake.exceptions import (
+    ClockMovedBackwards,
+    SnowflakeError,
+    WorkerIdFenced,
+    WorkerLeaseExpired,
+)
 from django_segment_seq.snowflake.layouts import Layout, get_layout
 
 logger = logging.getLogger("django_segment_seq.snowflake")
@@ -67,6 +72,7 @@ class Generator:
         "_epoch_ms",
         "_epoch_ns",
         "_failure",
+        "_fenced_until_ns",
         "_ids",
         "_last",
         "_lock",
@@ -105,6 +111,7 @@ class Generator:
         self._ceiling_ms = -1  # ids carry times up to this (Unix ms), as written to the lease row
         self._retry_after = -math.inf
         self._failure: SnowflakeError | SequenceUnavailable | None = None
+        self._fenced_until_ns = 0  # wall time before which the lease's ids must not start (a failover fence)
 
     # --- the hot path (lock-free in next_snowflake) ----------------------------------------------
 
@@ -128,6 +135,8 @@ class Generator:
             if monotonic() >= self._deadline:
                 self._foreground_lease()
                 now_ns = wall_ns()
+            if now_ns < self._fenced_until_ns and self.lease is not None:
+                raise WorkerIdFenced(layout.name, self.lease.worker_id, (self._fenced_until_ns - now_ns) / 1e9)
             now = (now_ns - self._epoch_ns) // self._unit_ns
             if now > self._last:
                 if self._epoch_ms + (now + 1) * layout.unit_ms - 1 > self._ceiling_ms:
@@ -216,6 +225,7 @@ class Generator:
         self._last = max(self._last, floor)
         self._unpublish()
         self._ceiling_ms = lease.ceiling_ms
+        self._fenced_until_ns = lease.fenced_until_ms * 1_000_000
         self._deadline = started + self.ttl * ISSUE_SHARE
         _renewer.ensure_running(self.ttl * RENEW_SHARE)
 

@@ -13,11 +13,13 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import router
 
 from django_segment_seq.allocator.connections import pool
 from django_segment_seq.conf import app_settings
+from django_segment_seq.db.history import server_history
 from django_segment_seq.snowflake.exceptions import WorkerIdsExhausted
 from django_segment_seq.snowflake.layouts import Layout
 from django_segment_seq.snowflake.layouts import instant_of_ms as _instant
@@ -35,7 +37,10 @@ round_trips = 0
 
 @dataclass(frozen=True)
 class Lease:
-    """A worker id this process holds; `floor_ms` is the time ceiling the previous holder left on the row."""
+    """A worker id this process holds; `floor_ms` is the time ceiling the previous holder left on the row.
+
+    `fenced_until_ms` (0: none) is the end of a failover fence: no id may carry an earlier time.
+    """
 
     layout: str
     worker_id: int
@@ -43,6 +48,21 @@ class Lease:
     alias: str
     floor_ms: int
     ceiling_ms: int
+    fenced_until_ms: int = 0
+
+
+def failover_fence(rows: list[tuple[Any, ...]], history: str, db_now: int, ttl_ms: int) -> tuple[int, int]:
+    """(the failover time to record on a row taken now, the time before which its ids must not start; 0: none).
+
+    A lease taken or renewed on the old primary in the stretch an asynchronous standby never received is
+    missing on the new one, while its holder goes on making ids until its next renewal finds the row gone,
+    at most a lease time later. So for a lease time after a failover is first noticed (a write on this
+    history meeting rows of another), a worker id's ids start only once that time has passed.
+    """
+    noticed = max((row[6] for row in rows if row[5] == history), default=0)
+    if not noticed and history and any(row[5] and row[5] != history for row in rows):
+        noticed = db_now  # this process is the first to meet the failover
+    return noticed, noticed + ttl_ms if noticed and noticed + ttl_ms > db_now else 0
 
 
 @dataclass(frozen=True)
@@ -94,6 +114,7 @@ def acquire(layout: Layout, alias: str, ttl_ms: int, max_workers: int, wall_ms: 
     owner = owner_label()
     with pool.borrow(alias) as connection:
         sql = statements(connection)
+        history = server_history(connection)
         with connection.cursor() as cursor:
             for _round in range(TAKE_ROUNDS):
                 round_trips += 1
@@ -108,22 +129,30 @@ def acquire(layout: Layout, alias: str, ttl_ms: int, max_workers: int, wall_ms: 
                 free = [row for row in rows if row[1] <= db_now]
                 random.shuffle(free)
                 free.sort(key=lambda row: row[2] > wall_ms)
-                for worker_id, _expires, floor_ms, version, _now in free[:TRIES_PER_ROUND]:
+                # FAILOVER_SKIP 0 turns the failover fences off, the Sequence table's and this one.
+                fenced = app_settings()["FAILOVER_SKIP"] > 0
+                noticed, fence = failover_fence(rows, history, db_now, ttl_ms) if fenced else (0, 0)
+                for worker_id, _expires, floor_ms, version, _now, _history, _noticed in free[:TRIES_PER_ROUND]:
+                    floor_ms = max(floor_ms, fence)
                     ceiling_ms = max(floor_ms, wall_ms) + ttl_ms
                     round_trips += 1
                     cursor.execute(
-                        sql.take_expired, [owner, token, ceiling_ms, ttl_ms, layout.name, worker_id, version]
+                        sql.take_expired,
+                        [owner, token, ceiling_ms, ttl_ms, history, noticed, layout.name, worker_id, version],
                     )
                     if cursor.rowcount == 1:
-                        return Lease(layout.name, worker_id, token, alias, floor_ms, ceiling_ms)
+                        return Lease(layout.name, worker_id, token, alias, floor_ms, ceiling_ms, fence)
                 present = {row[0] for row in rows}
                 missing = [worker_id for worker_id in range(max_workers) if worker_id not in present]
                 for worker_id in random.sample(missing[: TRIES_PER_ROUND * 2], min(len(missing), TRIES_PER_ROUND)):
-                    ceiling_ms = wall_ms + ttl_ms
+                    ceiling_ms = max(fence, wall_ms) + ttl_ms
                     round_trips += 1
-                    cursor.execute(sql.insert_if_missing, [layout.name, worker_id, owner, token, ttl_ms, ceiling_ms])
+                    cursor.execute(
+                        sql.insert_if_missing,
+                        [layout.name, worker_id, owner, token, ttl_ms, ceiling_ms, history, noticed],
+                    )
                     if cursor.rowcount == 1:
-                        return Lease(layout.name, worker_id, token, alias, 0, ceiling_ms)
+                        return Lease(layout.name, worker_id, token, alias, fence, ceiling_ms, fence)
                 if not free and not missing:
                     raise WorkerIdsExhausted(layout.name, sum(1 for row in rows if row[1] > db_now), max_workers)
                 time.sleep(random.uniform(0.001, 0.02))
@@ -138,7 +167,11 @@ def renew(lease: Lease, ttl_ms: int, ceiling_ms: int) -> bool:
     global round_trips
     round_trips += 1
     with pool.borrow(lease.alias) as connection, connection.cursor() as cursor:
-        cursor.execute(statements(connection).renew, [ttl_ms, ceiling_ms, lease.layout, lease.worker_id, lease.token])
+        history = server_history(connection)
+        cursor.execute(
+            statements(connection).renew,
+            [ttl_ms, ceiling_ms, history, history, lease.layout, lease.worker_id, lease.token],
+        )
         return bool(cursor.rowcount == 1)
 
 
@@ -147,7 +180,10 @@ def release(lease: Lease, ceiling_ms: int) -> None:
     global round_trips
     round_trips += 1
     with pool.borrow(lease.alias) as connection, connection.cursor() as cursor:
-        cursor.execute(statements(connection).release, [ceiling_ms, lease.layout, lease.worker_id, lease.token])
+        history = server_history(connection)
+        cursor.execute(
+            statements(connection).release, [ceiling_ms, history, history, lease.layout, lease.worker_id, lease.token]
+        )
 
 
 def live_worker_leases(*, using: str | None = None) -> list[LiveLease]:

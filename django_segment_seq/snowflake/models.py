@@ -32,6 +32,25 @@ class WorkerLease(models.Model):
         help_text=_("Ids made under this worker id carry times up to this; the next holder starts after it."),
     )
     version = models.BigIntegerField(_("version"), default=0)
+    history = models.CharField(
+        _("server history"),
+        max_length=64,
+        default="",
+        db_default="",
+        blank=True,
+        editable=False,
+        help_text=_("The database server history the row was last written on (see the Sequence table's)."),
+    )
+    failover_ms = models.BigIntegerField(
+        _("failover noticed (ms)"),
+        default=0,
+        db_default=0,
+        editable=False,
+        help_text=_(
+            "When a write on this history first met rows of another one: for a lease time after it, a worker id "
+            "a lost write may have given is not used."
+        ),
+    )
 
     class Meta:
         verbose_name = _("worker lease")

@@ -29,26 +29,35 @@ INSERT_IF_MISSING = {
 }
 _VALUES = (
     "({layout}, {worker_id}, {owner}, {token}, {acquired_ms}, {renewed_ms}, {expires_ms}, {time_ceiling_ms}, "
-    "{version}) "
-    "VALUES (%s, %s, %s, %s, {now}, {now}, {now} + %s, %s, 1)"
+    "{version}, {history}, {failover_ms}) "
+    "VALUES (%s, %s, %s, %s, {now}, {now}, {now} + %s, %s, 1, %s, %s)"
 )
 
 SELECT_NOW = "SELECT {now}"
-SELECT_ROWS = "SELECT {worker_id}, {expires_ms}, {time_ceiling_ms}, {version}, {now} FROM {table} WHERE {layout} = %s"
+SELECT_ROWS = (
+    "SELECT {worker_id}, {expires_ms}, {time_ceiling_ms}, {version}, {now}, {history}, {failover_ms} FROM {table} "
+    "WHERE {layout} = %s"
+)
+# A write on a row of another server history notes the failover's time (the row's first write since it); the
+# assignment comes before the history's, which MySQL applies in order.
+_NOTE_FAILOVER = (
+    "{failover_ms} = CASE WHEN {history} <> %s AND {history} <> '' THEN {now} ELSE {failover_ms} END, {history} = %s"
+)
 # Take an expired row, and only the version that was read (so its time ceiling is the one we know).
 TAKE_EXPIRED = (
     "UPDATE {table} SET {owner} = %s, {token} = %s, {acquired_ms} = {now}, {renewed_ms} = {now}, "
-    "{time_ceiling_ms} = %s, {expires_ms} = {now} + %s, {version} = {version} + 1 "
-    "WHERE {layout} = %s AND {worker_id} = %s AND {version} = %s AND {expires_ms} <= {now}"
+    "{time_ceiling_ms} = %s, {expires_ms} = {now} + %s, {version} = {version} + 1, {history} = %s, "
+    "{failover_ms} = %s WHERE {layout} = %s AND {worker_id} = %s AND {version} = %s AND {expires_ms} <= {now}"
 )
 # Renew only a lease still ours: a row taken by another process after expiry has another token.
 RENEW = (
     "UPDATE {table} SET {renewed_ms} = {now}, {expires_ms} = {now} + %s, {time_ceiling_ms} = %s, "
-    "{version} = {version} + 1 WHERE {layout} = %s AND {worker_id} = %s AND {token} = %s"
+    "{version} = {version} + 1, " + _NOTE_FAILOVER + " WHERE {layout} = %s AND {worker_id} = %s AND {token} = %s"
 )
 RELEASE = (
-    "UPDATE {table} SET {expires_ms} = 0, {time_ceiling_ms} = %s, {version} = {version} + 1 "
-    "WHERE {layout} = %s AND {worker_id} = %s AND {token} = %s"
+    "UPDATE {table} SET {expires_ms} = 0, {time_ceiling_ms} = %s, {version} = {version} + 1, "
+    + _NOTE_FAILOVER
+    + " WHERE {layout} = %s AND {worker_id} = %s AND {token} = %s"
 )
 SELECT_LIVE = (
     "SELECT {layout}, {worker_id}, {owner}, {acquired_ms}, {renewed_ms}, {expires_ms}, {now} FROM {table} "
@@ -62,6 +71,7 @@ SELECT_ALL = (
 
 _COLUMNS = (
     "layout", "worker_id", "owner", "token", "acquired_ms", "renewed_ms", "expires_ms", "time_ceiling_ms", "version",
+    "history", "failover_ms",
 )  # fmt: skip
 
 

@@ -164,3 +164,57 @@ def test_asynchronous_failover_repeats_nothing_with_the_fence(standby_pair, tmp_
     assert set(run["errors"]) <= {"SequenceUnavailable"}
     assert len(run["last_numbers"]) == WORKERS
     assert run["longest_pause"] < 30
+
+
+def run_snowflake_failover(standby_pair, tmp_path, *, fenced: bool) -> tuple[int, dict[str, int]]:
+    """Three processes make Snowflake ids with two worker ids across an asynchronous failover; repeats and errors.
+
+    C holds a worker id from before the standby falls behind; A takes the other one in the stretch the standby
+    never receives; B starts after the promotion, finds that worker id free, and takes it while A still makes
+    ids with it, until A's next renewal finds its row gone.
+    """
+    pair = standby_pair(False)
+    segment_seq: dict[str, object] = {"SNOWFLAKE_LEASE_SECONDS": 6, "SNOWFLAKE_MAX_WORKERS": 2}
+    if not fenced:
+        segment_seq["FAILOVER_SKIP"] = 0
+    workers = [run_worker("snowflake", pair, tmp_path, segment_seq, 0)]
+    try:
+        time.sleep(2.0)
+        pair.primary.pause_replication()
+        workers.append(run_worker("snowflake", pair, tmp_path, segment_seq, 1))
+        time.sleep(LAG)
+        pair.primary.crash()
+        pair.standby.promote()
+        workers.append(run_worker("snowflake", pair, tmp_path, segment_seq, 2))
+        time.sleep(3.0 + (6.0 if fenced else 0.0))  # fenced, B's first id comes a lease time after the failover
+    finally:
+        (tmp_path / "stop").touch()
+        for worker in workers:
+            try:
+                _, err = worker.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                pytest.fail("a worker hung after the failover")
+            assert worker.returncode == 0, err[-3000:]
+    runs = [json.loads((tmp_path / f"worker{index}.json").read_text()) for index in range(3)]
+    ids = [number for run in runs for number in run["numbers"]]
+    assert all(run["numbers"] for run in runs), [len(run["numbers"]) for run in runs]
+    errors: collections.Counter[str] = collections.Counter()
+    for run in runs:
+        errors.update(run["errors"])
+    return sum(times - 1 for times in collections.Counter(ids).values() if times > 1), dict(errors)
+
+
+def test_snowflake_ids_repeat_after_an_asynchronous_failover_without_the_fence(standby_pair, tmp_path):
+    repeats, errors = run_snowflake_failover(standby_pair, tmp_path, fenced=False)
+    print(f"\nSnowflake, asynchronous, fence off: {repeats} repeats, errors {errors}")
+    assert repeats > 0
+
+
+def test_snowflake_ids_do_not_repeat_after_an_asynchronous_failover_with_the_fence(standby_pair, tmp_path):
+    repeats, errors = run_snowflake_failover(standby_pair, tmp_path, fenced=True)
+    print(f"\nSnowflake, asynchronous, fence on: {repeats} repeats, errors {errors}")
+    assert repeats == 0
+    assert errors.get("WorkerIdFenced", 0) > 0  # B was told when its ids would start, not left hanging
+    # A, whose lease the failover lost, finds both worker ids held by C and B once its renewal fails.
+    assert set(errors) <= {"WorkerIdFenced", "WorkerIdsExhausted", "SequenceUnavailable", "WorkerLeaseExpired"}

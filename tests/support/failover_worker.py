@@ -1,7 +1,8 @@
 """A worker for the failover tests: takes numbers at full speed from a multi-host PostgreSQL until told to stop.
 
 Run as `python -m tests.support.failover_worker MODE HOSTS PORTS DATABASE OUT STOP SETTINGS_JSON`; MODE `migrate`
-creates the app's tables, `take` writes {"numbers": [...], "errors": {name: count}, "longest_pause": s} to OUT.
+creates the app's tables, `take` (sequence numbers) and `snowflake` (Snowflake ids) write
+{"numbers": [...], "errors": {name: count}, "longest_pause": s} to OUT.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def configure(hosts: str, ports: str, database: str, segment_seq: dict[str, obje
     django.setup()
 
 
-def take(out: str, stop: str) -> None:
-    from django_segment_seq import next_value
+def take(out: str, stop: str, snowflake: bool = False) -> None:
+    from django_segment_seq import next_snowflake, next_value
 
     numbers: list[int] = []
     errors: collections.Counter[str] = collections.Counter()
@@ -44,7 +45,7 @@ def take(out: str, stop: str) -> None:
     longest = 0.0
     while not os.path.exists(stop):
         try:
-            numbers.append(next_value("failover"))
+            numbers.append(next_snowflake() if snowflake else next_value("failover"))
         except Exception as exc:  # noqa: BLE001 - every kind is counted: the test allows SequenceUnavailable only
             errors[type(exc).__name__] += 1
             continue
@@ -62,4 +63,4 @@ if __name__ == "__main__":
 
         call_command("migrate", verbosity=0)
     else:
-        take(out, stop)
+        take(out, stop, snowflake=mode == "snowflake")
