@@ -1,7 +1,8 @@
 """Cluster tests start servers of their own on loopback ports; each kind runs once, in its own backend's job.
 
 PostgreSQL clusters run when the suite runs on PostgreSQL and Galera when it runs on MariaDB, so a whole
-run starts each cluster once. Under CI=true a cluster that cannot start fails its tests, never skips them.
+run starts each cluster once; SEGMENT_SEQ_ALL_CLUSTERS=1 runs them all in one run, to measure them side by
+side. Under CI=true a cluster that cannot start fails its tests, never skips them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ GALERA_DATABASE = "galera"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if os.environ.get("SEGMENT_SEQ_ALL_CLUSTERS"):
+        return
     for item in items:
         wanted = BACKEND_OF.get(item.path.name)
         if wanted is not None and wanted != settings.BACKEND:
