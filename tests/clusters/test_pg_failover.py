@@ -78,6 +78,28 @@ def run_worker(
     )  # fmt: skip
 
 
+def stop_workers(workers: list[subprocess.Popen[str]], tmp_path: Path) -> None:
+    """Tell the workers to stop and wait for each, within a bound: a hang fails the test."""
+    (tmp_path / "stop").touch()
+    for worker in workers:
+        try:
+            _, err = worker.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            pytest.fail("a worker hung after the failover")
+        assert worker.returncode == 0, err[-3000:]
+
+
+def results(tmp_path: Path, count: int) -> tuple[list[dict], list[int], collections.Counter[str], int]:
+    """What `count` workers wrote: their runs, every number, the errors by kind, and how many numbers came twice."""
+    runs = [json.loads((tmp_path / f"worker{index}.json").read_text()) for index in range(count)]
+    numbers = [number for run in runs for number in run["numbers"]]
+    errors: collections.Counter[str] = collections.Counter()
+    for run in runs:
+        errors.update(run["errors"])
+    return runs, numbers, errors, sum(times - 1 for times in collections.Counter(numbers).values() if times > 1)
+
+
 def crash_and_promote(
     standby_pair, tmp_path, *, synchronous: bool, failover_skip: int | None, crash: bool = True
 ) -> dict:
@@ -105,21 +127,9 @@ def crash_and_promote(
             promoted = time.monotonic() - crashed
         time.sleep(1.5)
     finally:
-        (tmp_path / "stop").touch()
-        for worker in workers:
-            try:
-                _, err = worker.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                pytest.fail("a worker hung after the failover")
-            assert worker.returncode == 0, err[-3000:]
+        stop_workers(workers, tmp_path)
     elapsed = time.monotonic() - started
-    runs = [json.loads((tmp_path / f"worker{index}.json").read_text()) for index in range(WORKERS)]
-    numbers = [number for run in runs for number in run["numbers"]]
-    errors: collections.Counter[str] = collections.Counter()
-    for run in runs:
-        errors.update(run["errors"])
-    repeats = sum(times - 1 for times in collections.Counter(numbers).values() if times > 1)
+    runs, numbers, errors, repeats = results(tmp_path, WORKERS)
     after = [run["numbers"][-1] for run in runs if run["numbers"]]
     return {
         "numbers": numbers,
@@ -196,23 +206,11 @@ def run_snowflake_failover(standby_pair, tmp_path, *, fenced: bool) -> tuple[int
         go.touch()
         time.sleep(3.0 + (6.0 if fenced else 0.0))  # fenced, B's first id comes a lease time after the failover
     finally:
-        (tmp_path / "stop").touch()
-        for worker in workers:
-            try:
-                _, err = worker.communicate(timeout=60)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                pytest.fail("a worker hung after the failover")
-            assert worker.returncode == 0, err[-3000:]
-    runs = [json.loads((tmp_path / f"worker{index}.json").read_text()) for index in range(3)]
-    ids = [number for run in runs for number in run["numbers"]]
+        stop_workers(workers, tmp_path)
+    runs, _ids, errors, repeats = results(tmp_path, 3)
     # C goes on throughout; A or B, whichever takes the lost worker id on the new primary first, goes on with it
     # (the other finds both worker ids held: WorkerIdsExhausted).
     assert runs[0]["numbers"] and (runs[1]["numbers"] or runs[2]["numbers"]), [run["errors"] for run in runs]
-    errors: collections.Counter[str] = collections.Counter()
-    for run in runs:
-        errors.update(run["errors"])
-    repeats = sum(times - 1 for times in collections.Counter(ids).values() if times > 1)
     return repeats, dict(errors), bool(runs[2]["numbers"])
 
 
