@@ -10,16 +10,21 @@ from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.sync import sequence_field
 
 
-def field_of(label: str) -> tuple[type[models.Model], SequenceFieldBase]:
-    """The model and SequenceField `label` names; UnknownField saying what is wrong with the label."""
+def model_and_name(label: str) -> tuple[type[models.Model], str]:
+    """The model `label` names and the field name it gives; UnknownField saying what is wrong with the label."""
     parts = label.split(".")
     if len(parts) != 3:
         raise UnknownField(f"{label!r}: give the field as APP_LABEL.Model.field, e.g. shop.Order.order_no.")
     app_label, model_name, field_name = parts
     try:
-        model = apps.get_model(app_label, model_name)
+        return apps.get_model(app_label, model_name), field_name
     except LookupError as exc:
         raise UnknownField(f"{label!r}: {exc}") from None
+
+
+def field_of(label: str) -> tuple[type[models.Model], SequenceFieldBase]:
+    """The model and SequenceField `label` names; UnknownField saying what is wrong with the label."""
+    model, field_name = model_and_name(label)
     try:
         return model, sequence_field(model, field_name)
     except ValueError as exc:

@@ -1,15 +1,26 @@
-"""What the app's number columns share: the bounds of a signed 64-bit integer, and being filled at INSERT by the
-app rather than the database (the keywords SequenceField and SnowflakeField both handle)."""
+"""What the app's columns share: the bounds of a signed 64-bit integer, being filled at INSERT by the app rather
+than the database (the keywords SequenceField and SnowflakeField both handle), and the server history column."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 # The Sequence table's value, limits and the fields' columns are BIGINT (bigint on PostgreSQL, BIGINT on MariaDB).
 BIGINT_MIN = -(2**63)
 BIGINT_MAX = 2**63 - 1
+
+
+def server_history_field(help_text: StrOrPromise) -> models.CharField[str, str]:
+    """The column a row's writes record their database server history in (db/history.py), for the failover fences."""
+    return models.CharField(
+        _("server history"), max_length=64, default="", db_default="", blank=True, editable=False, help_text=help_text
+    )
 
 
 def filled_at_save() -> None:

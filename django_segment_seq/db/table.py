@@ -14,7 +14,7 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from django_segment_seq.db.columns import BIGINT_MAX, BIGINT_MIN, concrete_field
+from django_segment_seq.db.columns import BIGINT_MAX, BIGINT_MIN, concrete_field, server_history_field
 from django_segment_seq.db.rownames import NAME_MAX_LENGTH, validate_sequence_name
 
 if TYPE_CHECKING:
@@ -97,17 +97,11 @@ class Sequence(models.Model):
         editable=False,
         help_text=_("Moved by every write to the row, so a compare-and-set never succeeds on a row that changed."),
     )
-    history = models.CharField(
-        _("server history"),
-        max_length=64,
-        default="",
-        db_default="",
-        blank=True,
-        editable=False,
-        help_text=_(
+    history = server_history_field(
+        _(
             "The database server history (PostgreSQL system and timeline, MariaDB server or Galera cluster) of "
             "the last range taken: a range taken on another history follows a failover and skips FAILOVER_SKIP."
-        ),
+        )
     )
     created = models.DateTimeField(_("created"), auto_now_add=True)
     modified = models.DateTimeField(_("modified"), auto_now=True)

@@ -7,6 +7,7 @@ from datetime import datetime
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from django_segment_seq.db.columns import server_history_field
 from django_segment_seq.snowflake.layouts import instant_of_ms as _instant
 
 
@@ -32,14 +33,8 @@ class WorkerLease(models.Model):
         help_text=_("Ids made under this worker id carry times up to this; the next holder starts after it."),
     )
     version = models.BigIntegerField(_("version"), default=0)
-    history = models.CharField(
-        _("server history"),
-        max_length=64,
-        default="",
-        db_default="",
-        blank=True,
-        editable=False,
-        help_text=_("The database server history the row was last written on (see the Sequence table's)."),
+    history = server_history_field(
+        _("The database server history the row was last written on (see the Sequence table's).")
     )
     failover_ms = models.BigIntegerField(
         _("failover noticed (ms)"),

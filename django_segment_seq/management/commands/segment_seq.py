@@ -7,7 +7,6 @@ import json
 from argparse import ArgumentParser
 from typing import Any
 
-from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 from django.db import DatabaseError, connections, models
@@ -15,7 +14,9 @@ from tqdm import tqdm
 
 from django_segment_seq.allocator.attempts import is_lock_timeout
 from django_segment_seq.api import sequence_stats
+from django_segment_seq.audit.exceptions import UnknownField
 from django_segment_seq.audit.gaps import gap_report
+from django_segment_seq.audit.labels import model_and_name
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, count_empty, fill_empty
 from django_segment_seq.compat.carry_over import CarryRefused, carry_over, plan
 from django_segment_seq.conf import app_settings
@@ -361,14 +362,10 @@ class _TqdmOut:
 
 
 def _resolve(label: str) -> tuple[type[models.Model], str]:
-    parts = label.split(".")
-    if len(parts) != 3:
-        raise CommandError(f"{label!r}: give the field as APP_LABEL.Model.field, e.g. shop.Order.order_no.")
-    app_label, model_name, field_name = parts
     try:
-        return apps.get_model(app_label, model_name), field_name
-    except LookupError as exc:
-        raise CommandError(f"{label!r}: {exc}") from None
+        return model_and_name(label)
+    except UnknownField as exc:
+        raise CommandError(str(exc)) from None
 
 
 def _messages(exc: ValidationError) -> str:
