@@ -14,26 +14,29 @@ import sys
 import time
 
 
-def configure(hosts: str, ports: str, database: str, segment_seq: dict[str, object]) -> None:
+def configure_django(database: dict[str, object], segment_seq: dict[str, object]) -> None:
+    """Django with the app alone on one database, as a cluster test's worker process needs it."""
     import django
     from django.conf import settings
 
     settings.configure(
-        DATABASES={
-            "default": {
-                "ENGINE": "django.db.backends.postgresql",
-                "HOST": hosts,  # libpq tries each host in turn and keeps the one that takes writes
-                "PORT": ports,
-                "USER": "postgres",
-                "NAME": database,
-                "OPTIONS": {"target_session_attrs": "read-write", "connect_timeout": 2},
-            }
-        },
-        INSTALLED_APPS=["django_segment_seq"],
-        USE_TZ=True,
-        SEGMENT_SEQ=segment_seq,
+        DATABASES={"default": database}, INSTALLED_APPS=["django_segment_seq"], USE_TZ=True, SEGMENT_SEQ=segment_seq
     )
     django.setup()
+
+
+def configure(hosts: str, ports: str, database: str, segment_seq: dict[str, object]) -> None:
+    configure_django(
+        {
+            "ENGINE": "django.db.backends.postgresql",
+            "HOST": hosts,  # libpq tries each host in turn and keeps the one that takes writes
+            "PORT": ports,
+            "USER": "postgres",
+            "NAME": database,
+            "OPTIONS": {"target_session_attrs": "read-write", "connect_timeout": 2},
+        },
+        segment_seq,
+    )
 
 
 def take(out: str, stop: str, snowflake: bool = False) -> None:

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.servers import ROOT
+from tests.support.servers import ROOT, mariadb_execute
 
 PROVIDER = "/usr/lib/galera/libgalera_smm.so"
 # Loopback ports: SQL, group communication, incremental state transfer and full state transfer, per node.
@@ -160,19 +160,7 @@ class Node:
         return self.process is not None and self.process.poll() is None
 
     def execute(self, sql: str, database: str | None = None, timeout: int = 3) -> list[tuple]:
-        import MySQLdb  # installed wherever the MariaDB tests run; the other backends' jobs never call this
-
-        conn = MySQLdb.connect(
-            host="127.0.0.1", port=self.port, user="root", db=database or "", connect_timeout=timeout
-        )
-        try:
-            cursor = conn.cursor()
-            cursor.execute(sql)
-            rows = list(cursor.fetchall())
-            conn.commit()
-            return rows
-        finally:
-            conn.close()
+        return mariadb_execute(self.port, sql, database, timeout)
 
     def status(self) -> dict[str, str]:
         rows = self.execute(

@@ -14,30 +14,24 @@ import os
 import sys
 import time
 
+from tests.support.failover_worker import configure_django
+
 # A call that took longer than this is recorded as a pause, with when it began.
 PAUSE = 0.5
 
 
 def configure(port: str, database: str, segment_seq: dict[str, object]) -> None:
-    import django
-    from django.conf import settings
-
-    settings.configure(
-        DATABASES={
-            "default": {
-                "ENGINE": "django.db.backends.mysql",
-                "HOST": "127.0.0.1",
-                "PORT": port,
-                "USER": "root",
-                "NAME": database,
-                "OPTIONS": {"charset": "utf8mb4", "connect_timeout": 2},
-            }
+    configure_django(
+        {
+            "ENGINE": "django.db.backends.mysql",
+            "HOST": "127.0.0.1",
+            "PORT": port,
+            "USER": "root",
+            "NAME": database,
+            "OPTIONS": {"charset": "utf8mb4", "connect_timeout": 2},
         },
-        INSTALLED_APPS=["django_segment_seq"],
-        USE_TZ=True,
-        SEGMENT_SEQ=segment_seq,
+        segment_seq,
     )
-    django.setup()
 
 
 def take(out: str, stop: str, name: str) -> None:

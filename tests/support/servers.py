@@ -142,17 +142,22 @@ class MariaDBServer(PrivateServer):
         self.process = None
 
     def execute(self, sql: str, database: str | None = None) -> list[tuple]:
-        import MySQLdb
+        return mariadb_execute(self.port, sql, database)
 
-        conn = MySQLdb.connect(host="127.0.0.1", port=self.port, user="root", db=database or "", connect_timeout=3)
-        try:
-            cursor = conn.cursor()
-            cursor.execute(sql)
-            rows = list(cursor.fetchall())
-            conn.commit()
-            return rows
-        finally:
-            conn.close()
+
+def mariadb_execute(port: int, sql: str, database: str | None = None, timeout: int = 3) -> list[tuple]:
+    """One statement as root on a MariaDB server of the tests' own, on a connection of its own, committed."""
+    import MySQLdb  # installed wherever the MariaDB tests run; the other backends' jobs never call this
+
+    conn = MySQLdb.connect(host="127.0.0.1", port=port, user="root", db=database or "", connect_timeout=timeout)
+    try:
+        cursor = conn.cursor()
+        cursor.execute(sql)
+        rows = list(cursor.fetchall())
+        conn.commit()
+        return rows
+    finally:
+        conn.close()
 
 
 class PostgresServer(PrivateServer):
