@@ -28,6 +28,9 @@ WORKERS = 6
 # How long the standby is held behind before the primary crashes, as measured with an asynchronous standby.
 LAG = 1.5
 DATABASE = "failover"
+# Long enough that A, cut off by a promotion that takes seconds, still makes ids (for three quarters of it)
+# when B starts on the new primary: what makes repeats possible without the fence.
+SNOWFLAKE_LEASE = 12.0
 
 
 @pytest.fixture
@@ -190,7 +193,7 @@ def run_snowflake_failover(standby_pair, tmp_path, *, fenced: bool) -> tuple[int
     none free).
     """
     pair = standby_pair(False)
-    segment_seq: dict[str, object] = {"SNOWFLAKE_LEASE_SECONDS": 6, "SNOWFLAKE_MAX_WORKERS": 2}
+    segment_seq: dict[str, object] = {"SNOWFLAKE_LEASE_SECONDS": SNOWFLAKE_LEASE, "SNOWFLAKE_MAX_WORKERS": 2}
     if not fenced:
         segment_seq["FAILOVER_SKIP"] = 0
     workers = [run_worker("snowflake", pair, tmp_path, segment_seq, 0)]
@@ -204,7 +207,7 @@ def run_snowflake_failover(standby_pair, tmp_path, *, fenced: bool) -> tuple[int
         pair.primary.crash()
         pair.standby.promote()
         go.touch()
-        time.sleep(3.0 + (6.0 if fenced else 0.0))  # fenced, B's first id comes a lease time after the failover
+        time.sleep(3.0 + (SNOWFLAKE_LEASE if fenced else 0.0))  # fenced, B's first id comes a lease time later
     finally:
         stop_workers(workers, tmp_path)
     runs, _ids, errors, repeats = results(tmp_path, 3)
