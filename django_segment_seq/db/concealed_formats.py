@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.translation import gettext_lazy as _
 
 from django_segment_seq.db.rownames import NAME_MAX_LENGTH
@@ -13,6 +14,15 @@ from django_segment_seq.db.rownames import NAME_MAX_LENGTH
 def format_digest(format: str) -> str:
     """A fixed-length stand-in for a format in the unique key (a long text column cannot be in one on MySQL)."""
     return hashlib.sha256(format.encode()).hexdigest()
+
+
+def select_key_id(connection: BaseDatabaseWrapper) -> str:
+    """The key fingerprint recorded for (sequence name, format digest), quoted the connection's way."""
+    quote = connection.ops.quote_name
+    return (
+        f"SELECT {quote('key_id')} FROM {quote(ConcealedFormat._meta.db_table)} "
+        f"WHERE {quote('sequence_name')} = %s AND {quote('format_digest')} = %s"
+    )
 
 
 class ConcealedFormat(models.Model):

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db import router
+from django.db import DatabaseError, connections, router
 
-from django_segment_seq.db.concealed_formats import ConcealedFormat, format_digest
-from django_segment_seq.exceptions import ConcealKeyChanged
+from django_segment_seq.allocator.connections import pool
+from django_segment_seq.db.concealed_formats import ConcealedFormat, format_digest, select_key_id
+from django_segment_seq.exceptions import ConcealKeyChanged, SequenceUnavailable
 from django_segment_seq.flow.concealing import current_key, key_id
 
 # (alias, sequence name, format, key fingerprint) this process has compared with the record.
@@ -36,15 +37,25 @@ def verify(alias: str, name: str, format: str) -> None:
     current = key_id(current_key(name))
     if (alias, name, format, current) in _verified:
         return
-    recorded = (
-        ConcealedFormat.objects.using(alias)
-        .filter(sequence_name=name, format_digest=format_digest(format))
-        .values_list("key_id", flat=True)
-        .first()
-    )
+    try:
+        recorded = _recorded_key_id(alias, name, format_digest(format))
+    except DatabaseError as exc:  # the table held locked past LOCK_TIMEOUT, or the server gone
+        raise SequenceUnavailable(name, alias, 1, exc) from exc
     if recorded is not None and recorded != current:
         raise ConcealKeyChanged(name, format)
     _verified.add((alias, name, format, current))
+
+
+def _recorded_key_id(alias: str, name: str, digest: str) -> str | None:
+    """The recorded fingerprint, read on a private connection, whose lock waits are bounded by LOCK_TIMEOUT and
+    whose errors never reach the caller's transaction; SQLite, with one writer and no row locks, reads in place."""
+    if connections[alias].vendor == "sqlite":
+        rows = ConcealedFormat.objects.using(alias).filter(sequence_name=name, format_digest=digest)
+        return rows.values_list("key_id", flat=True).first()
+    with pool.borrow(alias) as private, private.cursor() as cursor:
+        cursor.execute(select_key_id(private), [name, digest])
+        found = cursor.fetchone()
+    return None if found is None else str(found[0])
 
 
 def forget() -> None:

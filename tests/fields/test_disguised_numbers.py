@@ -1,14 +1,17 @@
 """Check digits and concealed numbers on real rows: saved, read back by sync, revealed, validated, and a changed key
 refused before it can repeat a text."""
 
+import threading
+import time
+
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, connections
 from django.test import override_settings
 
 from django_segment_seq import SequenceField, clear_cache
-from django_segment_seq.exceptions import ConcealKeyChanged
+from django_segment_seq.exceptions import ConcealKeyChanged, SequenceUnavailable
 from django_segment_seq.fields.concealed import concealed_formats
 from django_segment_seq.flow import key_ledger
 from django_segment_seq.flow.checkdigits import has_valid_check_digits
@@ -94,3 +97,47 @@ def test_concealed_period_texts_stay_unique_across_the_reset():
     assert len(set(texts)) == 20
     field = ConcealedTicket._meta.get_field("number")
     assert sorted(field.reveal(text) for text in texts) == list(range(1, 21))
+
+
+def test_a_locked_record_table_is_waited_for_at_most_lock_timeout(backend, settings):
+    """Another session holds the concealed formats' table (an ALTER TABLE, say): the save ends in
+    SequenceUnavailable after LOCK_TIMEOUT instead of waiting with it, and the caller's connection goes on."""
+    if backend == "sqlite":
+        pytest.skip("SQLite has one write lock and no table locks; a read waits with the connection's busy timeout")
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "LOCK_TIMEOUT": 0.5}
+    clear_cache()
+    table = connection.ops.quote_name(ConcealedFormat._meta.db_table)
+    holder = connections.create_connection("default")
+    outcome: list[BaseException | str] = []
+
+    def save() -> None:
+        try:
+            ShopOrder.objects.create()
+            outcome.append("saved")
+        except BaseException as exc:  # noqa: BLE001 - what the save raised is the test's to judge
+            outcome.append(exc)
+        finally:
+            connections.close_all()
+
+    try:
+        with holder.cursor() as cursor:
+            if backend == "postgres":
+                holder.set_autocommit(False)
+                cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            else:
+                cursor.execute(f"LOCK TABLES {table} WRITE")
+            started = time.monotonic()
+            thread = threading.Thread(target=save, daemon=True)
+            thread.start()
+            thread.join(15)
+            waited = time.monotonic() - started
+            assert not thread.is_alive(), "the save waited for the table lock without a bound"
+            if backend == "postgres":
+                holder.rollback()
+            else:
+                cursor.execute("UNLOCK TABLES")
+    finally:
+        holder.close()
+    assert isinstance(outcome[0], SequenceUnavailable), outcome
+    assert waited < 5
+    assert ShopOrder.objects.create().number  # the lock gone, numbers go on
