@@ -11,6 +11,7 @@ import weakref
 from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
 
 HISTORY_QUERIES = {
     # pg_current_wal_lsn() fails on a standby: a server in recovery is never written on.
@@ -25,8 +26,17 @@ HISTORY_QUERIES = {
 # A Galera state id before the node has joined a cluster.
 NO_CLUSTER = {"", "00000000-0000-0000-0000-000000000000"}
 
-# Per connection wrapper: (the DB-API connection asked, its history). A reconnect asks again.
-_known: weakref.WeakKeyDictionary[BaseDatabaseWrapper, tuple[int, str]] = weakref.WeakKeyDictionary()
+# Per connection wrapper, the history of its current session; forgotten when the wrapper connects again. (Telling
+# sessions apart by id() of the DB-API connection was not enough: a new one can reuse a dead one's address, and
+# then a session opened after a failover answered with the history from before it.)
+_known: weakref.WeakKeyDictionary[BaseDatabaseWrapper, str] = weakref.WeakKeyDictionary()
+
+
+def _forget(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    _known.pop(connection, None)
+
+
+connection_created.connect(_forget, dispatch_uid="django_segment_seq.db.history")
 
 
 def history_of(vendor: str, found: tuple[Any, ...]) -> str:
@@ -47,12 +57,11 @@ def server_history(connection: BaseDatabaseWrapper) -> str:
     if query is None:
         return ""
     connection.ensure_connection()
-    session = id(connection.connection)
     known = _known.get(connection)
-    if known is not None and known[0] == session:
-        return known[1]
+    if known is not None:
+        return known
     with connection.cursor() as cursor:
         cursor.execute(query)
         history = history_of(flavour, tuple(cursor.fetchone()))
-    _known[connection] = (session, history)
+    _known[connection] = history
     return history

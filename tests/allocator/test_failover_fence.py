@@ -3,6 +3,7 @@ block, so numbers an old primary handed out and a lagging standby never received
 
 import pytest
 from django.db import connections, transaction
+from django.test.utils import CaptureQueriesContext
 
 from django_segment_seq import clear_cache, next_value
 from django_segment_seq.allocator.blocks import Row, failover_skip, next_block
@@ -90,3 +91,21 @@ def test_gapless_numbers_never_skip(backend):
     with transaction.atomic():
         assert take("gapless-fenced", int, gapless=True) == 2
     assert Sequence.objects.get(name="gapless-fenced").history == server_history(connections["default"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_history_is_asked_again_on_every_new_session(backend):
+    """A session opened after a failover must not answer with the history cached from the one before it."""
+    if backend == "sqlite":
+        pytest.skip("SQLite has no server history")
+    caller = connections["default"]
+    server_history(caller)
+    with CaptureQueriesContext(caller) as same_session:
+        server_history(caller)
+    assert len(same_session) == 0  # asked once per session
+    for _ in range(3):  # a new DB-API connection may reuse the address of the one closed just before
+        caller.close()
+        caller.ensure_connection()
+        with CaptureQueriesContext(caller) as new_session:
+            server_history(caller)
+        assert len(new_session) == 1
