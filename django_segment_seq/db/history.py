@@ -7,11 +7,11 @@ between a primary and its replicas. SQLite has no failover: its history is "".
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.signals import connection_created
+
+from django_segment_seq.db.sessions import PerSession
 
 HISTORY_QUERIES = {
     # pg_current_wal_lsn() fails on a standby: a server in recovery is never written on.
@@ -26,17 +26,8 @@ HISTORY_QUERIES = {
 # A Galera state id before the node has joined a cluster.
 NO_CLUSTER = {"", "00000000-0000-0000-0000-000000000000"}
 
-# Per connection wrapper, the history of its current session; forgotten when the wrapper connects again. (Telling
-# sessions apart by id() of the DB-API connection was not enough: a new one can reuse a dead one's address, and
-# then a session opened after a failover answered with the history from before it.)
-_known: weakref.WeakKeyDictionary[BaseDatabaseWrapper, str] = weakref.WeakKeyDictionary()
-
-
-def _forget(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
-    _known.pop(connection, None)
-
-
-connection_created.connect(_forget, dispatch_uid="django_segment_seq.db.history")
+# The history of each connection's current session.
+_known: PerSession[str] = PerSession()
 
 
 def history_of(vendor: str, found: tuple[Any, ...]) -> str:
@@ -63,5 +54,5 @@ def server_history(connection: BaseDatabaseWrapper) -> str:
     with connection.cursor() as cursor:
         cursor.execute(query)
         history = history_of(flavour, tuple(cursor.fetchone()))
-    _known[connection] = history
+    _known.keep(connection, history)
     return history

@@ -8,13 +8,13 @@ on either (allocator/connections.py), and a Galera node's pause on a lost peer i
 
 from __future__ import annotations
 
-import weakref
 from contextlib import suppress
 from typing import Any, NamedTuple
 
 from django.db import DatabaseError, InterfaceError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from django_segment_seq.db.sessions import PerSession
 from django_segment_seq.db.statements import MARIADB_NODE_STATE, MYSQL_NODE_STATE
 
 
@@ -40,8 +40,8 @@ class NodeState(NamedTuple):
 
 NOT_A_CLUSTER = NodeState(read_only=False, galera=False, state=None, ready=True)
 
-# Per connection wrapper: (the DB-API connection asked, its state). A reconnect asks again.
-_known: weakref.WeakKeyDictionary[BaseDatabaseWrapper, tuple[int, NodeState]] = weakref.WeakKeyDictionary()
+# The state of each connection's current session; a reconnect asks again.
+_known: PerSession[NodeState] = PerSession()
 
 
 def state_of(found: tuple[Any, ...]) -> NodeState:
@@ -65,15 +65,14 @@ def node_state(connection: BaseDatabaseWrapper, *, fresh: bool = False) -> NodeS
     if connection.vendor != "mysql":
         return NOT_A_CLUSTER
     connection.ensure_connection()
-    session = id(connection.connection)
     known = _known.get(connection)
-    if known is not None and known[0] == session and not fresh:
-        return known[1]
+    if known is not None and not fresh:
+        return known
     query = MARIADB_NODE_STATE if getattr(connection, "mysql_is_mariadb", False) else MYSQL_NODE_STATE
     with connection.cursor() as cursor:
         cursor.execute(query)
         state = state_of(tuple(cursor.fetchone()))
-    _known[connection] = (session, state)
+    _known.keep(connection, state)
     return state
 
 

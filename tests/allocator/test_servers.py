@@ -10,6 +10,8 @@ import pytest
 from django.conf import settings
 from django.core.checks import run_checks
 from django.db import OperationalError, connection
+from django.db import connections as databases
+from django.test.utils import CaptureQueriesContext
 
 from django_segment_seq import clear_cache, next_value
 from django_segment_seq.allocator import connections as private
@@ -152,3 +154,18 @@ def test_a_galera_node_waits_cluster_pause_not_lock_timeout(settings, monkeypatc
             assert time.monotonic() - started < 2.5
     finally:
         holder.join()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_node_state_is_asked_again_on_every_new_session(backend):
+    """A session opened after a node came back must not answer with the state cached from the one before it."""
+    if backend != "mariadb":
+        pytest.skip("node states are MariaDB's")
+    caller = databases["default"]
+    node_state(caller)
+    for _ in range(3):  # a new DB-API connection may reuse the address of the one closed just before
+        caller.close()
+        caller.ensure_connection()
+        with CaptureQueriesContext(caller) as new_session:
+            node_state(caller)
+        assert len(new_session) == 1
