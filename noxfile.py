@@ -60,7 +60,7 @@ DOCS_REQUIREMENTS = ["mkdocs>=1.6,<2", "mkdocs-material>=9.6,<10"]
 # django-stubs is pinned to the release the code is known clean with; `lint` also runs mypy with the newest one.
 PINNED_STUBS = "django-stubs[compatible-mypy]==6.1.2"
 # The package with the extras whose libraries it imports, so mypy sees them.
-LINTED_PACKAGE = ".[prometheus,check-digits,conceal]"
+LINTED_PACKAGE = ".[prometheus,check-digits,conceal,redis]"
 LINT_REQUIREMENTS = [
     "ruff>=0.15",
     "mypy>=1.18",

@@ -125,12 +125,38 @@ SETTINGS: tuple[Setting, ...] = (
         low=1,
         high=1024,
     ),
+    Setting(
+        "REDIS",
+        None,
+        (dict, NoneType),
+        "the Redis tier in front of the table (docs/redis.md; the redis extra): its keys below; None: off",
+    ),
 )
+
+# The keys of SEGMENT_SEQ["REDIS"], checked as the top-level ones are (E060 for a wrong key or value).
+REDIS_SETTINGS: tuple[Setting, ...] = (
+    Setting("LOCATION", None, (str, list, tuple, NoneType), "a redis:// URL (a list: the first one); or CACHE, ..."),
+    Setting("CACHE", None, (str, NoneType), "a CACHES alias (Django's RedisCache or django-redis) whose server to use"),
+    Setting("SENTINELS", None, (list, tuple, NoneType), "Sentinels as (host, port) pairs, with SERVICE"),
+    Setting("SERVICE", None, (str, NoneType), "the master's name the Sentinels watch"),
+    Setting("CLUSTER", False, (bool,), "LOCATION names a node of a Redis Cluster"),
+    Setting("SEQUENCES", [], (list, tuple), "row names (fnmatch patterns) that take their blocks from Redis"),
+    Setting("SUPER_STEP", 100_000, (int,), "numbers the table lends Redis at a time", low=1, high=2**53),
+    Setting("SUPER_STEPS", {}, (dict,), "per row-name pattern, a SUPER_STEP of its own (first match wins)"),
+    Setting("MAX_BLOCK", 100, (int,), "the most numbers a process takes from Redis at a time", low=1, high=2**53),
+    Setting("FALLBACK", True, (bool,), "Redis unreachable: blocks straight from the table"),
+    Setting("OPTIONS", {}, (dict,), "keyword arguments to redis-py (never its retries: those stay off)"),
+    Setting("KEY_PREFIX", "segseq:", (str,), "prefix of every key the tier writes"),
+    Setting("REFILL_AT", 0.5, (int, float), "share of a super-segment left when the next one is reserved", high=1),
+    Setting("RETRY_AFTER", 5.0, (int, float), "seconds Redis is left alone after an error"),
+)
+REDIS_DEFAULTS: dict[str, Any] = {setting.name: setting.default for setting in REDIS_SETTINGS}
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
 DEFAULTS: dict[str, Any] = {setting.name: setting.default for setting in SETTINGS}
 
 _cache: dict[str, Any] | None = None
+_redis_cache: dict[str, Any] | None = None
 
 
 def app_settings() -> dict[str, Any]:
@@ -143,8 +169,20 @@ def app_settings() -> dict[str, Any]:
     return _cache
 
 
+def redis_settings() -> dict[str, Any] | None:
+    """SEGMENT_SEQ["REDIS"] merged over its defaults; None when the tier is off (or the setting is not a dict)."""
+    global _redis_cache
+    if _redis_cache is None:
+        configured = app_settings()["REDIS"]
+        if not isinstance(configured, dict):
+            return None
+        _redis_cache = {**REDIS_DEFAULTS, **configured}
+    return _redis_cache
+
+
 @receiver(setting_changed)
 def _forget_settings(*, setting: str, **kwargs: Any) -> None:
-    global _cache
+    global _cache, _redis_cache
     if setting == SETTING_NAME:
         _cache = None
+        _redis_cache = None

@@ -25,7 +25,7 @@ collect_ignore = ["userproject", "userproject_testing"]
 
 # Tests that start worker processes through these fixtures carry the "processes" mark (others are
 # marked where they are written); the matrix's core cells leave them out with -m "not processes".
-PROCESS_FIXTURES = {"run_workers", "stress_workers", "user_project", "workers"}
+PROCESS_FIXTURES = {"run_workers", "stress_workers", "user_project", "workers", "tier_workers"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -23,7 +23,7 @@ from django.dispatch import receiver
 
 from django_segment_seq.allocator import callers
 from django_segment_seq.allocator.blocks import Block, Unused, unused_run
-from django_segment_seq.allocator.loop import Allocation, allocate
+from django_segment_seq.allocator.loop import Allocation
 from django_segment_seq.allocator.memory import Held, TransactionMemory
 from django_segment_seq.cache import events
 from django_segment_seq.cache.events import Fetch
@@ -33,6 +33,7 @@ from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.rownames import require_valid_name
+from django_segment_seq.redistier.source import allocate  # the table's allocate(), or Redis for rows on its tier
 
 
 class _Slot:
@@ -93,6 +94,7 @@ class _Slot:
         self.stats.busy += allocation.busy
         self.stats.round_trips += allocation.round_trips
         self.stats.row_step = allocation.step
+        self.stats.add_tier_figures(allocation)
         self.contended = allocation.retries > 0
 
     def fetched(self, allocation: Allocation, *, background: bool = False) -> None:

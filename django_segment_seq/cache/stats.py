@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.redistier.source import RedisAllocation
+
+# The Redis tier's figures (docs/redis.md): blocks taken from Redis, super-segments installed, states made by
+# another server process dropped, super-segments abandoned after an unclear INSTALL, blocks taken from the
+# table because Redis failed.
+TIER_FIGURES = ("redis_takes", "redis_refills", "redis_fenced", "redis_abandoned", "redis_fallbacks")
+
 
 @dataclass(slots=True)
 class SequenceStats:
@@ -29,6 +37,17 @@ class SequenceStats:
     row_step: int = 0
     # Blocks taken inside the caller's transaction, because that transaction held the row or SQLite's write lock.
     fetched_in_caller_transaction: int = 0
+    redis_takes: int = 0
+    redis_refills: int = 0
+    redis_fenced: int = 0
+    redis_abandoned: int = 0
+    redis_fallbacks: int = 0
+
+    def add_tier_figures(self, allocation: Allocation) -> None:
+        """Add up what the Redis tier did for one fetch (nothing for a row off the tier)."""
+        if isinstance(allocation, RedisAllocation):
+            for name in TIER_FIGURES:
+                setattr(self, name, getattr(self, name) + getattr(allocation, name))
 
     @property
     def blocking_fetches(self) -> int:

@@ -37,6 +37,11 @@ COUNTERS = {
     "busy": "Attempts that found the row held by another transaction.",
     "round_trips": "Statements the allocations sent: reads, compare-and-sets and row creations.",
     "fetched_in_caller_transaction": "Ranges taken inside the caller's transaction, which held the row.",
+    "redis_takes": "Blocks taken from the Redis tier.",
+    "redis_refills": "Super-segments this process reserved from the table and installed in Redis.",
+    "redis_fenced": "Redis states made by another server process (restart, promotion, moved slot), dropped.",
+    "redis_abandoned": "Super-segments whose INSTALL got no clear answer: never offered again, a gap.",
+    "redis_fallbacks": "Blocks taken from the table because Redis failed or was being left alone.",
 }
 
 GaugeMode = Literal["livemax", "mostrecent"]

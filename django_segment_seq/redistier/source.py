@@ -1,0 +1,276 @@
+"""Blocks for the rows REDIS["SEQUENCES"] names, taken from Redis inside super-segments the table lent it.
+
+The cache asks `allocate()` here as it asks allocator.loop.allocate() (same arguments, same result);
+rows off the tier go straight there. A row on the tier takes a block of at most MAX_BLOCK numbers
+with one script call (TAKE). When Redis holds nothing valid for it, or has REFILL_AT of its
+super-segment left, one process (a lease in Redis) reserves the next super-segment from the row with
+the table's own allocate(), so its compare-and-set, retries, bounds, SERVERS and failover fence all
+apply, and offers it to Redis once (INSTALL, never re-sent). The table's value is thus above every
+number Redis ever held, and a Redis that lost or went back in its state is refilled above it: a gap,
+never a repeat. Redis failing sends the process to the table for RETRY_AFTER seconds (FALLBACK).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from django_segment_seq.allocator import loop
+from django_segment_seq.allocator.blocks import Block
+from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.conf import app_settings
+from django_segment_seq.exceptions import SequenceUnavailable
+from django_segment_seq.redistier import clients
+from django_segment_seq.redistier.config import TierConfig, tier_config
+from django_segment_seq.redistier.identity import deployment
+
+__all__ = ["RedisAllocation", "allocate", "pad", "state_keys"]
+
+logger = logging.getLogger("django_segment_seq")
+
+# Shifts a BIGINT into 0..2**64, written with 20 digits: how INSTALL compares numbers exactly (Lua has doubles).
+BIGINT_OFFSET = 2**63
+
+
+@dataclass(slots=True)
+class RedisAllocation(Allocation):
+    """An Allocation with what the tier did to produce it (the cache adds these up in SequenceStats)."""
+
+    redis_takes: int = 0
+    redis_refills: int = 0
+    # Redis states found made by another server process (a restart, a promoted replica, a moved slot): dropped.
+    redis_fenced: int = 0
+    # Super-segments whose INSTALL got no clear answer: never offered again, a gap.
+    redis_abandoned: int = 0
+    # Blocks taken from the table because Redis failed or was being left alone (RETRY_AFTER).
+    redis_fallbacks: int = 0
+
+
+@dataclass(slots=True)
+class _Request:
+    alias: str
+    name: str
+    wanted: int
+    prefer: int
+    create: bool
+    background: bool
+    config: TierConfig
+    result: RedisAllocation = field(default_factory=RedisAllocation)
+
+
+# Monotonic time before which Redis is not asked (after an error); per process.
+_skip_until = 0.0
+# Rows found cycling: off the tier in this process (the system check refuses them too).
+_refused: set[tuple[str, str]] = set()
+# Per row, the most numbers its limits allow in one super-segment (a 64th of min..max) and its step, as last seen.
+_caps: dict[tuple[str, str], int] = {}
+_steps: dict[tuple[str, str], int] = {}
+
+
+def allocate(
+    alias: str,
+    name: str,
+    wanted: int = 1,
+    *,
+    prefer: int = 0,
+    create: bool = True,
+    background: bool = False,
+) -> Allocation:
+    """A block for the cache: from Redis for a row on the tier, else (and for more than MAX_BLOCK) from the table."""
+    config = tier_config()
+    if config is None or not config.covers(name) or wanted > config.max_block or (alias, name) in _refused:
+        return loop.allocate(alias, name, wanted, prefer=prefer, create=create, background=background)
+    import redis  # the redis extra: tier_config() is None without it
+
+    request = _Request(alias, name, wanted, prefer, create, background, config)
+    if time.monotonic() < _skip_until:
+        return _from_table(request)
+    try:
+        return _from_redis(request)
+    except redis.RedisError as exc:
+        return _after_error(request, exc)
+
+
+def state_keys(config: TierConfig, alias: str, name: str) -> tuple[str, str]:
+    """The row's state hash and refill lease: one hash tag, so one Cluster slot; named after the deployment."""
+    tag = f"{config.key_prefix}{{{deployment(alias)}:{name}}}"
+    return tag, f"{tag}:lease"
+
+
+def pad(number: int) -> str:
+    """A BIGINT as 20 digits that compare as the numbers do."""
+    return f"{number + BIGINT_OFFSET:020d}"
+
+
+def _from_redis(request: _Request) -> Allocation:
+    """TAKE until Redis hands out a block, refilling it when it holds nothing valid; the table after LOCK_TIMEOUT."""
+    config, result = request.config, request.result
+    tier = clients.tier(config.raw)
+    key, lease = state_keys(config, request.alias, request.name)
+    want = min(max(request.wanted, request.prefer or config.max_block), config.max_block)
+    deadline = time.monotonic() + app_settings()["LOCK_TIMEOUT"]
+    pause = 0.001
+    while True:
+        reply = tier.take(keys=[key], args=[request.wanted, want, config.refill_at])
+        code = int(reply[0])
+        if code == 1:
+            base = int(reply[1])
+            result.block = Block(base + int(reply[2]), base + int(reply[3]))
+            result.step = _steps.get((request.alias, request.name), 0)
+            result.redis_takes += 1
+            if int(reply[4]):
+                _refill_ahead(request, tier, key, lease)
+            return result
+        if code == -2:
+            result.redis_fenced += 1
+            logger.warning(
+                "Sequence %r: Redis held a state made by another server process (run_id %s): dropped, refilled "
+                "from the table (its unused numbers are a gap).",
+                request.name, _text(reply[1])[:12],
+            )  # fmt: skip
+        installed, own = _refill(request, tier, key, lease, urgent=True)
+        if own is not None:
+            return own
+        if installed:
+            continue
+        if time.monotonic() >= deadline:
+            return _from_table(request)  # another process's refill is stuck: the table serves meanwhile
+        time.sleep(pause)
+        pause = min(pause * 2, 0.02)
+
+
+def _refill(request: _Request, tier: clients.Tier, key: str, lease: str, *, urgent: bool) -> tuple[bool, Any]:
+    """Reserve a super-segment from the table and offer it to Redis once, under the row's lease.
+
+    Returns (installed, own): `own` is an allocation to hand out directly instead (a block taken in
+    the caller's transaction, a cycling row, or an urgent super-segment Redis refused, which never
+    entered it).
+    """
+    token = secrets.token_hex(8)
+    lease_ms = int(1000 * (2 * app_settings()["LOCK_TIMEOUT"] + 1))
+    if not tier.client.set(lease, token, nx=True, px=lease_ms):
+        return False, None
+    try:
+        reservation = loop.allocate(
+            request.alias,
+            request.name,
+            request.wanted,
+            prefer=_super_size(request),
+            create=request.create,
+            background=request.background,
+        )
+        if _keep_off_redis(request, reservation):
+            return False, _merged(reservation, request.result)
+        _add_costs(request.result, reservation)
+        code = _install(request, tier, key, reservation.block)
+        if code == 0:
+            if urgent:
+                return False, _merged(reservation, request.result)
+            _abandon(request, reservation.block, "Redis refused it (another process's refill came first)")
+            return False, None
+        request.result.redis_refills += 1
+        return True, None
+    finally:
+        with contextlib.suppress(Exception):  # the lease expires by itself
+            tier.release(keys=[lease], args=[token])
+
+
+def _refill_ahead(request: _Request, tier: clients.Tier, key: str, lease: str) -> None:
+    """The refill Redis asked for with a block in hand: its failure costs that block nothing, it is only logged."""
+    global _skip_until
+    try:
+        _refill(request, tier, key, lease, urgent=False)
+    except Exception as exc:  # noqa: BLE001 - the next TAKE that finds Redis empty refills, or fails, itself
+        if type(exc).__module__.startswith("redis"):
+            _skip_until = time.monotonic() + request.config.retry_after
+        logger.warning("Sequence %r: reserving the next super-segment for Redis failed: %s", request.name, exc)
+
+
+def _install(request: _Request, tier: clients.Tier, key: str, block: Block) -> int:
+    """INSTALL the super-segment, once; no clear answer abandons it (a gap) before the error goes on."""
+    try:
+        reply = tier.install(keys=[key], args=[str(block.first - 1), block.size, pad(block.first), pad(block.last)])
+    except Exception:
+        _abandon(request, block, "Redis gave no clear answer to its INSTALL")
+        raise
+    if len(reply) > 1:
+        request.result.redis_fenced += 1
+        logger.warning(
+            "Sequence %r: Redis held a state made by another server process (run_id %s): replaced.",
+            request.name, _text(reply[1])[:12],
+        )  # fmt: skip
+    return int(reply[0])
+
+
+def _keep_off_redis(request: _Request, reservation: Allocation) -> bool:
+    """A block taken inside the caller's transaction (it may roll back), or a cycling row, never goes to Redis."""
+    row, key = reservation.row, (request.alias, request.name)
+    if row is not None:
+        _caps[key] = max(1, (row.max_value - row.min_value + 1) // 64)
+        _steps[key] = row.step
+        if row.cycle:
+            _refused.add(key)
+            logger.warning("Sequence %r cycles: it takes its blocks from the table, not from Redis.", request.name)
+            return True
+    return reservation.provisional
+
+
+def _super_size(request: _Request) -> int:
+    """SUPER_STEP (or the row's SUPER_STEPS entry), at most a 64th of the row's limits once they are known."""
+    size = request.config.super_size(request.name)
+    return min(size, _caps.get((request.alias, request.name), size))
+
+
+def _abandon(request: _Request, block: Block, why: str) -> None:
+    request.result.redis_abandoned += 1
+    logger.warning(
+        "Sequence %r: super-segment %d to %d abandoned, never offered again (a gap): %s.",
+        request.name, block.first, block.last, why,
+    )  # fmt: skip
+
+
+def _after_error(request: _Request, error: Exception) -> Allocation:
+    """Redis failed: leave it alone for RETRY_AFTER seconds and take the block from the table (FALLBACK)."""
+    global _skip_until
+    config = request.config
+    _skip_until = time.monotonic() + config.retry_after
+    if not config.fallback:
+        raise SequenceUnavailable(request.name, "redis", 1, error) from error
+    logger.warning(
+        "Sequence %r: Redis failed (%s): blocks come from the table for %g s.", request.name, error, config.retry_after
+    )
+    return _from_table(request)
+
+
+def _from_table(request: _Request) -> Allocation:
+    """Today's path, counted as a fallback; never a larger block than a super-segment."""
+    prefer = min(request.prefer, _super_size(request))
+    allocation = loop.allocate(
+        request.alias, request.name, request.wanted, prefer=prefer, create=request.create, background=request.background
+    )
+    request.result.redis_fallbacks += 1
+    return _merged(allocation, request.result)
+
+
+def _add_costs(result: RedisAllocation, allocation: Allocation) -> None:
+    result.retries += allocation.retries
+    result.failures += allocation.failures
+    result.busy += allocation.busy
+    result.round_trips += allocation.round_trips
+
+
+def _merged(allocation: Allocation, result: RedisAllocation) -> RedisAllocation:
+    """The table's allocation with the tier's counters (and the costs of any reservation made before it)."""
+    merged = RedisAllocation(**{spec.name: getattr(allocation, spec.name) for spec in fields(Allocation)})
+    _add_costs(merged, result)
+    for name in ("redis_takes", "redis_refills", "redis_fenced", "redis_abandoned", "redis_fallbacks"):
+        setattr(merged, name, getattr(result, name))
+    return merged
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

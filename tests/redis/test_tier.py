@@ -1,0 +1,119 @@
+"""The tier in this process against one real Redis: blocks inside super-segments, fencing, refills, fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from django_segment_seq import next_value, next_values, sequence_stats
+from django_segment_seq.api import clear_cache
+from django_segment_seq.models import Sequence
+from django_segment_seq.redistier.config import tier_config
+from django_segment_seq.redistier.source import allocate, state_keys
+from tests.conftest import assert_unique
+from tests.redis.conftest import tier
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def key_of(name: str) -> str:
+    config = tier_config()
+    assert config is not None
+    return state_keys(config, "default", name)[0]
+
+
+def figures(name: str) -> dict[str, int]:
+    stats = sequence_stats()[("default", name)]
+    return {
+        field: getattr(stats, field) for field in ("redis_takes", "redis_refills", "redis_fenced", "redis_fallbacks")
+    }
+
+
+def test_blocks_come_from_redis_inside_one_super_segment(settings, redis_server):
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
+    numbers = [next_value("r1") for _ in range(95)] + list(next_values("r1", 5))
+    assert_unique(numbers, 100)
+    assert numbers == list(range(1, 101))  # one super-segment [1, 2000], blocks of 10 taken in order
+    assert Sequence.objects.get(name="r1").value == 2000  # one table write for 2,000 numbers
+    assert figures("r1") == {"redis_takes": 10, "redis_refills": 1, "redis_fenced": 0, "redis_fallbacks": 0}
+
+
+def test_rows_off_the_tier_and_large_counts_use_the_table(settings, redis_server):
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
+    Sequence.objects.create(name="plain", step=7)
+    assert next_value("plain") == 1 and Sequence.objects.get(name="plain").value == 7
+    assert list(next_values("r2", 50)) == list(range(1, 51))  # over MAX_BLOCK: straight from the table
+    assert redis_server.client().keys("*") == []
+
+
+def test_a_foreign_run_id_is_dropped_and_the_refill_lands_above_the_table(settings, redis_server):
+    """A state whose run_id is another server process's (a restart from an old RDB, a promoted replica)."""
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
+    assert next_value("r3") == 1
+    redis_server.client().hset(key_of("r3"), mapping={"run": "ab" * 20, "used": 0})  # as an older copy would be
+    clear_cache()
+    assert next_value("r3") == 2001  # above the table's value, never the old state's next numbers
+    assert figures("r3")["redis_fenced"] == 1
+
+
+@pytest.mark.parametrize("fault", ["flushall", "delete"])
+def test_a_state_lost_is_refilled_above_the_table(settings, redis_server, fault):
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
+    first = [next_value("r4") for _ in range(30)]
+    client = redis_server.client()
+    client.flushall() if fault == "flushall" else client.delete(key_of("r4"))
+    clear_cache()
+    after = [next_value("r4") for _ in range(30)]
+    assert_unique(first + after, 60)
+    assert min(after) == 2001
+
+
+def test_a_restarted_redis_is_refilled_above_the_table(settings, redis_server):
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
+    first = [next_value("r5") for _ in range(25)]
+    redis_server.restart()
+    clear_cache()
+    after = [next_value("r5") for _ in range(25)]  # the first TAKE fails (the old connection): from the table
+    assert_unique(first + after, 50)
+
+
+def test_redis_down_falls_back_to_the_table(settings, redis_server):
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
+    first = [next_value("r6") for _ in range(15)]
+    redis_server.kill()
+    clear_cache()
+    after = [next_value("r6") for _ in range(15)]
+    assert_unique(first + after, 30)
+    assert min(after) > 2000 and figures("r6")["redis_fallbacks"] >= 1
+
+
+def test_without_fallback_redis_down_is_an_error(settings, redis_server):
+    from django_segment_seq.exceptions import SequenceUnavailable
+
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url, FALLBACK=False)}
+    redis_server.kill()
+    with pytest.raises(SequenceUnavailable):
+        next_value("r7")
+
+
+def test_a_block_taken_in_the_callers_transaction_never_goes_to_redis(settings, redis_server):
+    from django.db import transaction
+
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
+    with transaction.atomic():
+        Sequence.objects.create(name="r8", step=5)  # this transaction holds the new row
+        allocation = allocate("default", "r8", 1)
+        assert allocation.provisional
+    assert redis_server.client().keys("*r8*") == []
+
+
+def test_two_deployments_sharing_one_redis_use_their_own_keys(settings, redis_server):
+    """The key names the deployment (the database), not only KEY_PREFIX: another database, other keys."""
+    from django_segment_seq.redistier import identity
+
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
+    mine = key_of("r9")
+    identity._known["default"] = "000000000000"  # as another deployment's processes name it
+    try:
+        assert key_of("r9") != mine
+    finally:
+        identity._known.clear()
