@@ -155,6 +155,8 @@ def _refill(request: _Request, tier: clients.Tier, key: str, lease: str, *, urge
     if not tier.client.set(lease, token, nx=True, px=lease_ms):
         return False, None
     try:
+        if not urgent and tier.client.hexists(key, "pbase"):
+            return False, None  # another process's refill came first
         reservation = loop.allocate(
             request.alias,
             request.name,

@@ -67,8 +67,11 @@ class TierWorkers:
         self.tmp_path = tmp_path
         self.procs: list[tuple[subprocess.Popen[str], Path]] = []
 
-    def start(self, count: int, seconds: float, names: list[str], redis: dict[str, object]) -> None:
-        env = worker_env(SEGMENT_SEQ_TEST_PREFETCH="1", SEGMENT_SEQ_TEST_SETTINGS=json.dumps({"REDIS": redis}))
+    def start(self, count: int, seconds: float, names: list[str], redis: dict[str, object], pause: float = 0) -> None:
+        settings = json.dumps({"REDIS": redis})
+        env = worker_env(
+            SEGMENT_SEQ_TEST_PREFETCH="1", SEGMENT_SEQ_TEST_SETTINGS=settings, SEGMENT_SEQ_TEST_PAUSE=str(pause)
+        )
         for _ in range(count):
             out = self.tmp_path / f"tier{len(self.procs)}.txt"
             command = [sys.executable, "-m", "tests.redis.worker", str(out), str(seconds), *names]
