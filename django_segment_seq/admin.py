@@ -28,6 +28,7 @@ from django_segment_seq.db.columns import BIGINT_MAX
 from django_segment_seq.db.rownames import scope_of, scoped_rows, shown
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.observe.usage import HORIZON, NO_LIMIT, has_limit, usage
+from django_segment_seq.redistier import state as redis_state
 from django_segment_seq.snowflake import admin as snowflake_admin  # noqa: F401 - registers WorkerLeaseAdmin too
 
 if TYPE_CHECKING:
@@ -124,7 +125,9 @@ class SequenceAdmin(_SequenceAdminBase):
         "created",
         "modified",
         "history",
+        "redis_held",
     ]
+    actions = ["drop_redis_state"]
     # Each sequence, then its periods newest first (scope rows of one period by name).
     ordering = [Coalesce("base_name", "name").asc(), F("period").desc(nulls_first=True), "name"]
     fieldsets = [
@@ -132,6 +135,7 @@ class SequenceAdmin(_SequenceAdminBase):
         (_("Allocation"), {"fields": ["step", "min_value", "max_value", "cycle"]}),
         (_("Use"), {"fields": ["used", "left", "runs_out"]}),
         (_("History"), {"fields": ["created", "modified", "history"]}),
+        (_("Redis"), {"fields": ["redis_held"]}),
     ]
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: str | None = None) -> Sequence | None:
@@ -162,6 +166,8 @@ class SequenceAdmin(_SequenceAdminBase):
             hidden.add("period")
         if obj is None:
             hidden |= {"used", "left", "runs_out", "created", "modified", "history"}
+        if obj is None or not redis_state.on_tier(obj.name):
+            hidden.add("redis_held")
         shown: list[tuple[StrOrPromise | None, FieldOpts]] = []
         for title, options in super().get_fieldsets(request, obj):
             fields = [field for field in options["fields"] if field not in hidden]
@@ -233,6 +239,40 @@ class SequenceAdmin(_SequenceAdminBase):
             until = timeuntil(now + figures.runs_out_in, now, depth=2)
             when = (_("wraps in %(time)s") if obj.cycle else _("in %(time)s")) % {"time": until}
         return two_lines(when, _("at its average of %(pace)s") % {"pace": pace_text(figures.pace)})
+
+    @admin.display(description=_("held in Redis"))
+    def redis_held(self, obj: Sequence) -> StrOrPromise | SafeString:
+        """The super-segment the Redis tier hands out for this row, and what is left of it."""
+        try:
+            held = redis_state.held(obj._state.db or "default", obj.name)
+        except Exception as exc:  # noqa: BLE001 - Redis down or refusing: said on the page, never a 500
+            return _("Redis could not be asked: %(error)s") % {"error": exc}
+        if held is None:
+            return _("nothing: the next block reserves a super-segment from this row")
+        main = _("%(first)s to %(last)s, %(left)s left") % {
+            "first": number_format(held.first, force_grouping=True),
+            "last": number_format(held.last, force_grouping=True),
+            "left": number_format(held.left, force_grouping=True),
+        }
+        if not held.valid:
+            return two_lines(main, _("installed by another server process: never used, dropped on the next take"))
+        if held.pending is None:
+            return two_lines(main, _("no next super-segment yet"))
+        return two_lines(main, _("next: %(first)s to %(last)s") % {"first": held.pending[0], "last": held.pending[1]})
+
+    @admin.action(description=_("Drop the Redis state (its unused numbers become a gap)"))
+    def drop_redis_state(self, request: HttpRequest, queryset: QuerySet[Sequence]) -> None:
+        dropped = 0
+        for row in queryset:
+            if redis_state.on_tier(row.name):
+                try:
+                    dropped += redis_state.drop(row._state.db or "default", row.name)
+                except Exception as exc:  # noqa: BLE001 - Redis down: said to the user
+                    self.message_user(
+                        request, _("Redis could not be asked: %(error)s") % {"error": exc}, messages.ERROR
+                    )
+                    return
+        self.message_user(request, _("Dropped the Redis state of %(count)d rows.") % {"count": dropped})
 
     def get_readonly_fields(self, request: HttpRequest, obj: Sequence | None = None) -> list[str]:
         # Renaming would detach every process's cache from its row and start the old name afresh.

@@ -51,19 +51,19 @@ def tier(raw: dict[str, Any]) -> Tier:
 def make_client(raw: dict[str, Any]) -> Any:
     """A redis-py client for LOCATION, CACHE, SENTINELS or CLUSTER, never retrying a command."""
     import redis  # the redis extra: imported only when the tier is configured
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
+    from redis.backoff import NoBackoff  # the redis extra, as above
+    from redis.retry import Retry  # the redis extra, as above
 
     options: dict[str, Any] = {**DEFAULT_OPTIONS, **raw["OPTIONS"], "retry": Retry(NoBackoff(), 0)}
     if raw["SENTINELS"]:
-        from redis.sentinel import Sentinel
+        from redis.sentinel import Sentinel  # the redis extra, as above
 
         sentinels = [tuple(address) for address in raw["SENTINELS"]]
         sentinel_options = {key: options[key] for key in DEFAULT_OPTIONS}
         return Sentinel(sentinels, sentinel_kwargs=sentinel_options, **options).master_for(raw["SERVICE"])
     url = location(raw)
     if raw["CLUSTER"]:
-        from redis.cluster import RedisCluster
+        from redis.cluster import RedisCluster  # the redis extra, as above
 
         return RedisCluster.from_url(url, **options)
     return redis.Redis.from_url(url, **options)

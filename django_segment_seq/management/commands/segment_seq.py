@@ -26,7 +26,7 @@ from django_segment_seq.db.rownames import shown as shown_scope
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.flow.parsing import UnparseableFormat
 from django_segment_seq.management import gaps as gap_listing
-from django_segment_seq.management import sequence_rows
+from django_segment_seq.management import redis_check, sequence_rows
 from django_segment_seq.snowflake import listing as lease_listing
 from django_segment_seq.snowflake.leases import lease_database, worker_leases
 from django_segment_seq.sync import sync_sequence
@@ -40,7 +40,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         commands = parser.add_subparsers(
-            dest="subcommand", required=True, metavar="{list,show,set,sync,backfill,gaps,leases,import-sequences}"
+            dest="subcommand",
+            required=True,
+            metavar="{list,show,set,sync,backfill,gaps,leases,import-sequences,redis-check}",
         )
 
         listing = commands.add_parser(
@@ -82,6 +84,7 @@ class Command(BaseCommand):
             "import-sequences", help="Carry django-sequences' rows over: create or move forward, never lower."
         )
         carry.add_argument("--dry-run", action="store_true", help="Show what would change; change nothing.")
+        commands.add_parser("redis-check", help="Whether the Redis of SEGMENT_SEQ['REDIS'] can carry the tier safely.")
 
     def handle(self, *args: Any, subcommand: str, **options: Any) -> None:
         handler = getattr(self, f"handle_{subcommand.replace('-', '_')}")
@@ -287,6 +290,13 @@ class Command(BaseCommand):
             return
         for line in gap_listing.lines(report):
             self.stdout.write(line)
+
+    def handle_redis_check(self, **options: Any) -> None:
+        findings = redis_check.findings()
+        for level, sentence in findings:
+            self.stdout.write(f"{level.upper()}: {sentence}")
+        if any(level == "error" for level, _ in findings):
+            raise CommandError("This Redis cannot carry the tier (see above).")
 
     # import-sequences: moving from django-sequences
 
