@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 import shutil
 import socket
 import subprocess
@@ -159,10 +160,26 @@ class Forwarder:
                     sock.close()
 
 
+def cluster_port() -> int:
+    """A free port whose cluster bus port (10000 above) is free too, and below 65536."""
+    for _ in range(200):
+        port = random.randint(20000, 50000)
+        try:
+            for candidate in (port, port + 10000):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free pair of ports for a cluster node")
+
+
 def start_cluster(workdir: Path, masters: int = 3) -> list[RedisServer]:
     """A Redis Cluster of `masters` nodes without replicas, every slot covered."""
     nodes = [
-        RedisServer(workdir / f"node{i}", "--cluster-enabled", "yes", "--cluster-node-timeout", "2000").start()
+        RedisServer(
+            workdir / f"node{i}", "--cluster-enabled", "yes", "--cluster-node-timeout", "2000", port=cluster_port()
+        ).start()
         for i in range(masters)
     ]
     addresses = [f"127.0.0.1:{node.port}" for node in nodes]
