@@ -16,7 +16,7 @@ import threading
 
 from django.db import connections
 
-from django_segment_seq.allocator.connections import pool
+from django_segment_seq.allocator.connections import open_private_connection
 from django_segment_seq.db.table import Sequence
 
 IDENTITY_QUERIES = {
@@ -50,9 +50,15 @@ def _digest(alias: str) -> str:
         name = str(settings["NAME"])
         parts.append(name if ":memory:" in name or "mode=memory" in name else os.path.realpath(name))
     elif vendor in IDENTITY_QUERIES:
-        with pool.borrow(alias) as connection, connection.cursor() as cursor:
-            cursor.execute(IDENTITY_QUERIES[vendor])
-            parts += [str(part) for part in cursor.fetchone()]
+        # A connection of its own, closed at once: asked once per process, it would otherwise stay open in the
+        # pool of a process that seldom writes the table (a fleet of them would fill max_connections).
+        connection = open_private_connection(alias)
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(IDENTITY_QUERIES[vendor])
+                parts += [str(part) for part in cursor.fetchone()]
+        finally:
+            connection.close()
     else:  # pragma: no cover - another backend: its settings are all there is
         parts += [str(settings.get("HOST")), str(settings.get("PORT")), str(settings.get("NAME"))]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:12]

@@ -107,12 +107,14 @@ def pad(number: int) -> str:
 
 
 def _from_redis(request: _Request) -> Allocation:
-    """TAKE until Redis hands out a block, refilling it when it holds nothing valid; the table after LOCK_TIMEOUT."""
+    """TAKE until Redis hands out a block, refilling it when it holds nothing valid; the table if a refill stalls."""
     config, result = request.config, request.result
     tier = clients.tier(config.raw)
     key, lease = state_keys(config, request.alias, request.name)
     want = min(max(request.wanted, request.prefer or config.max_block), config.max_block)
-    deadline = time.monotonic() + app_settings()["LOCK_TIMEOUT"]
+    # A refill in flight elsewhere is waited for as long as its lease can last: 100 processes that gave up
+    # sooner would all take their blocks from the table at once.
+    deadline = time.monotonic() + _lease_seconds()
     pause = 0.001
     while True:
         reply = tier.take(keys=[key], args=[request.wanted, want, config.refill_at])
@@ -151,8 +153,7 @@ def _refill(request: _Request, tier: clients.Tier, key: str, lease: str, *, urge
     entered it).
     """
     token = secrets.token_hex(8)
-    lease_ms = int(1000 * (2 * app_settings()["LOCK_TIMEOUT"] + 1))
-    if not tier.client.set(lease, token, nx=True, px=lease_ms):
+    if not tier.client.set(lease, token, nx=True, px=int(1000 * _lease_seconds())):
         return False, None
     try:
         if not urgent and tier.client.hexists(key, "pbase"):
@@ -219,6 +220,11 @@ def _keep_off_redis(request: _Request, reservation: Allocation) -> bool:
             logger.warning("Sequence %r cycles: it takes its blocks from the table, not from Redis.", request.name)
             return True
     return reservation.provisional
+
+
+def _lease_seconds() -> float:
+    """How long a refill may hold the row's lease: its compare-and-set waits at most LOCK_TIMEOUT per try."""
+    return 2 * float(app_settings()["LOCK_TIMEOUT"]) + 1
 
 
 def _super_size(request: _Request) -> int:
