@@ -60,7 +60,8 @@ def make_client(raw: dict[str, Any]) -> Any:
 
         sentinels = [tuple(address) for address in raw["SENTINELS"]]
         sentinel_options = {key: options[key] for key in DEFAULT_OPTIONS}
-        return Sentinel(sentinels, sentinel_kwargs=sentinel_options, **options).master_for(raw["SERVICE"])
+        sentinel = Sentinel(sentinels, sentinel_kwargs=sentinel_options, **options)  # type: ignore[no-untyped-call]
+        return sentinel.master_for(raw["SERVICE"])  # type: ignore[no-untyped-call]
     url = location(raw)
     if raw["CLUSTER"]:
         from redis.cluster import RedisCluster  # the redis extra, as above

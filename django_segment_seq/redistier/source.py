@@ -145,7 +145,9 @@ def _from_redis(request: _Request) -> Allocation:
         pause = min(pause * 2, 0.02)
 
 
-def _refill(request: _Request, tier: clients.Tier, key: str, lease: str, *, urgent: bool) -> tuple[bool, Any]:
+def _refill(
+    request: _Request, tier: clients.Tier, key: str, lease: str, *, urgent: bool
+) -> tuple[bool, RedisAllocation | None]:
     """Reserve a super-segment from the table and offer it to Redis once, under the row's lease.
 
     Returns (installed, own): `own` is an allocation to hand out directly instead (a block taken in
