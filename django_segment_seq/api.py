@@ -70,8 +70,9 @@ def sequence_stats() -> dict[tuple[str, str], SequenceStats]:
 
     Fields: handed_out, ranges_fetched, foreground_fetches, background_fetches, background_failures,
     waits_for_background, retries, failures, busy, round_trips, step, row_step,
-    fetched_in_caller_transaction, and the property blocking_fetches (foreground fetches plus waits
-    for a background one).
+    fetched_in_caller_transaction, the Redis tier's redis_takes, redis_refills, redis_fenced,
+    redis_abandoned and redis_fallbacks, and the property blocking_fetches (foreground fetches plus
+    waits for a background one).
     """
     return ranges.stats()
 

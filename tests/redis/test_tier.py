@@ -117,3 +117,12 @@ def test_two_deployments_sharing_one_redis_use_their_own_keys(settings, redis_se
         assert key_of("r9") != mine
     finally:
         identity._known.clear()
+
+
+def test_numbers_above_2_to_the_53_stay_exact(settings, redis_server):
+    """Lua numbers are doubles: the state keeps an exact decimal base and small offsets, so big rows work."""
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
+    start = 2**62 + 12_345
+    Sequence.objects.create(name="r-big", value=start)
+    numbers = [next_value("r-big") for _ in range(25)]
+    assert numbers == list(range(start + 1, start + 26))
