@@ -19,10 +19,13 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
 from django_segment_seq.allocator import loop
 from django_segment_seq.allocator.blocks import Block
 from django_segment_seq.allocator.loop import Allocation
-from django_segment_seq.conf import app_settings
+from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.exceptions import SequenceUnavailable
 from django_segment_seq.redistier import clients
 from django_segment_seq.redistier.config import TierConfig, tier_config
@@ -88,6 +91,9 @@ def allocate(
 
     request = _Request(alias, name, wanted, prefer, create, background, config)
     if time.monotonic() < _skip_until:
+        if not config.fallback:
+            error = redis.ConnectionError(f"Redis failed less than RETRY_AFTER ({config.retry_after:g} s) ago")
+            raise SequenceUnavailable(name, "redis", 1, error)
         return _from_table(request)
     try:
         return _from_redis(request)
@@ -280,6 +286,17 @@ def _merged(allocation: Allocation, result: RedisAllocation) -> RedisAllocation:
     for name in ("redis_takes", "redis_refills", "redis_fenced", "redis_abandoned", "redis_fallbacks"):
         setattr(merged, name, getattr(result, name))
     return merged
+
+
+@receiver(setting_changed)
+def _forget(*, setting: str, **kwargs: Any) -> None:
+    """New settings may name another server: what this process learned of the old one no longer holds."""
+    global _skip_until
+    if setting in (SETTING_NAME, "CACHES"):
+        _skip_until = 0.0
+        _refused.clear()
+        _caps.clear()
+        _steps.clear()
 
 
 def _text(value: Any) -> str:

@@ -126,3 +126,15 @@ def test_numbers_above_2_to_the_53_stay_exact(settings, redis_server):
     Sequence.objects.create(name="r-big", value=start)
     numbers = [next_value("r-big") for _ in range(25)]
     assert numbers == list(range(start + 1, start + 26))
+
+
+def test_the_server_of_a_django_cache_alias(settings, redis_server):
+    """CACHE names a CACHES alias: the tier uses its server (with a client of its own, retries off)."""
+    settings.CACHES = {
+        **settings.CACHES,
+        "shared": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": [redis_server.url]},
+    }
+    redis = {key: value for key, value in tier().items()} | {"CACHE": "shared"}
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": redis}
+    assert [next_value("r-cache") for _ in range(3)] == [1, 2, 3]
+    assert redis_server.client().keys("segseq:*")
