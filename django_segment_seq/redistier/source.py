@@ -236,9 +236,14 @@ def _lease_seconds() -> float:
 
 
 def _super_size(request: _Request) -> int:
-    """SUPER_STEP (or the row's SUPER_STEPS entry), at most a 64th of the row's limits once they are known."""
+    """SUPER_STEP (or the row's SUPER_STEPS entry), at most a 64th of the row's limits.
+
+    Until this process has seen the row's limits, MAX_BLOCK: a four-digit daily row must not lend its
+    whole day to Redis at its first refill, where a fault would cost all of it.
+    """
     size = request.config.super_size(request.name)
-    return min(size, _caps.get((request.alias, request.name), size))
+    cap = _caps.get((request.alias, request.name))
+    return min(size, request.config.max_block if cap is None else cap)
 
 
 def _abandon(request: _Request, block: Block, why: str) -> None:

@@ -19,7 +19,7 @@ def test_the_admin_shows_the_super_segment_and_drops_it(settings, redis_server, 
     assert [next_value("r1") for _ in range(3)] == [1, 2, 3]
     row = Sequence.objects.get(name="r1")
     page = admin_client.get(reverse("admin:django_segment_seq_sequence_change", args=[row.pk])).content.decode()
-    assert "1 to 2,000, 1,990 left" in page
+    assert "1 to 1,000, 990 left" in page
     admin_client.post(
         reverse("admin:django_segment_seq_sequence_changelist"),
         {"action": "drop_redis_state", "_selected_action": [row.pk]},

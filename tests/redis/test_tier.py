@@ -32,8 +32,10 @@ def test_blocks_come_from_redis_inside_one_super_segment(settings, redis_server)
     settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
     numbers = [next_value("r1") for _ in range(95)] + list(next_values("r1", 5))
     assert_unique(numbers, 100)
-    assert numbers == list(range(1, 101))  # one super-segment [1, 2000], blocks of 10 taken in order
-    assert Sequence.objects.get(name="r1").value == 2000  # one table write for 2,000 numbers
+    # The first super-segment, before this process knows the row's limits, is MAX_BLOCK under the row's step
+    # (1,000): [1, 1000], blocks of 10 taken in order, one table write.
+    assert numbers == list(range(1, 101))
+    assert Sequence.objects.get(name="r1").value == 1000
     assert figures("r1") == {"redis_takes": 10, "redis_refills": 1, "redis_fenced": 0, "redis_fallbacks": 0}
 
 
@@ -51,7 +53,7 @@ def test_a_foreign_run_id_is_dropped_and_the_refill_lands_above_the_table(settin
     assert next_value("r3") == 1
     redis_server.client().hset(key_of("r3"), mapping={"run": "ab" * 20, "used": 0})  # as an older copy would be
     clear_cache()
-    assert next_value("r3") == 2001  # above the table's value, never the old state's next numbers
+    assert next_value("r3") == 1001  # above the table's value, never the old state's next numbers
     assert figures("r3")["redis_fenced"] == 1
 
 
@@ -64,7 +66,7 @@ def test_a_state_lost_is_refilled_above_the_table(settings, redis_server, fault)
     clear_cache()
     after = [next_value("r4") for _ in range(30)]
     assert_unique(first + after, 60)
-    assert min(after) == 2001
+    assert min(after) == 1001
 
 
 def test_a_restarted_redis_is_refilled_above_the_table(settings, redis_server):
@@ -83,7 +85,7 @@ def test_redis_down_falls_back_to_the_table(settings, redis_server):
     clear_cache()
     after = [next_value("r6") for _ in range(15)]
     assert_unique(first + after, 30)
-    assert min(after) > 2000 and figures("r6")["redis_fallbacks"] >= 1
+    assert min(after) > 1000 and figures("r6")["redis_fallbacks"] >= 1
 
 
 def test_without_fallback_redis_down_is_an_error(settings, redis_server):
@@ -138,3 +140,17 @@ def test_the_server_of_a_django_cache_alias(settings, redis_server):
     settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": redis}
     assert [next_value("r-cache") for _ in range(3)] == [1, 2, 3]
     assert redis_server.client().keys("segseq:*")
+
+
+def test_a_four_digit_daily_field_lends_redis_a_small_share_of_its_day(settings, redis_server):
+    """A daily row capped at 9999 by its format: super-segments of at most a 64th of the day (156)."""
+    from tests.testapp.models import KindTicket
+
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url, SEQUENCES=["kind-ticket@*"])}
+    Sequence.objects.create(name="kind-ticket", step=10)  # its days take this step, the floor of a super-segment
+    codes = [KindTicket.objects.create(kind="IS").code for _ in range(400)]
+    assert len(set(codes)) == 400 and codes[0].endswith("0001")
+    [row] = Sequence.objects.filter(base_name="kind-ticket")
+    assert row.max_value == 9999
+    assert row.value <= 400 + 2 * 156  # never the whole day: what a Redis fault could cost stays small
+    assert figures(row.name)["redis_takes"] >= 40
