@@ -129,7 +129,7 @@ SETTINGS: tuple[Setting, ...] = (
         "REDIS",
         None,
         (dict, NoneType),
-        "the Redis tier in front of the table (docs/redis.md; the redis extra): its keys below; None: off",
+        "the Redis tier in front of the table (the redis extra; its keys: docs/redis.md); None: off",
     ),
 )
 
