@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from django.core.signals import setting_changed
+from django.db import DatabaseError, InterfaceError
 from django.dispatch import receiver
 
 from django_segment_seq.allocator import loop
@@ -89,6 +90,10 @@ def allocate(
         return loop.allocate(alias, name, wanted, prefer=prefer, create=create, background=background)
     import redis  # the redis extra: tier_config() is None without it
 
+    try:
+        deployment(alias)  # read once per process: the database down, the table path says so as it always has
+    except (DatabaseError, InterfaceError):
+        return loop.allocate(alias, name, wanted, prefer=prefer, create=create, background=background)
     request = _Request(alias, name, wanted, prefer, create, background, config)
     if time.monotonic() < _skip_until:
         if not config.fallback:
