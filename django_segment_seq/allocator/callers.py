@@ -144,7 +144,7 @@ def holds_row(connection: BaseDatabaseWrapper, name: str) -> bool:
 def remember(connection: BaseDatabaseWrapper, name: str) -> None:
     """Row `name` is held by the caller's transaction (it was created or taken there) until that transaction ends."""
     if connection.vendor != "sqlite" and _held.get(connection, name) is None:
-        _held.keep(connection, connection.alias, name, Held(0, -1))
+        _held.keep(connection, connection.alias, name, Held())
 
 
 def forget() -> None:
