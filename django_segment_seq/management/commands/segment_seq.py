@@ -57,6 +57,8 @@ class Command(BaseCommand):
             subcommand.add_arguments(sub)
 
     def handle(self, *args: Any, subcommand: str, database: str | None = None, **options: Any) -> None:
+        if database is not None and database not in connections:
+            raise CommandError(f"--database {database!r} names no database in settings.DATABASES.")
         runner = subcommands()[subcommand](self)
         connection = connections[runner.database(database)]
         try:
