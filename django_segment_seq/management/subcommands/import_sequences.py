@@ -27,9 +27,10 @@ class ImportSequences(Subcommand):
         if not carries:
             self.stdout.write(f"django-sequences' table in database {alias!r} holds no rows; nothing to carry over.")
             return
-        table: list[tuple[str, ...]] = [("NAME", "DJANGO-SEQUENCES", "HERE BEFORE", "ACTION")]
+        table: list[tuple[str, ...]] = [("NAME", "DJANGO-SEQUENCES", "HERE BEFORE", "ACTION", "WRAP")]
         for carry in carries:
-            table.append((carry.name, str(carry.last), "" if carry.before is None else str(carry.before), carry.action))
+            before = "" if carry.before is None else str(carry.before)
+            table.append((carry.name, str(carry.last), before, carry.action, "kept" if carry.wraps else "unknown"))
         self.write_table(table)
         moved = sum(carry.action != "keep" for carry in carries)
         if dry_run:
@@ -37,4 +38,11 @@ class ImportSequences(Subcommand):
         else:
             self.stdout.write(
                 f"{moved} of {len(carries)} rows created or moved forward; django-sequences' table is left as it was."
+            )
+        unknown = sum(not carry.wraps for carry in carries)
+        if unknown:
+            self.stdout.write(
+                f"Wrap unknown for {unknown} of {len(carries)} rows: django-sequences keeps reset_value in the calls, "
+                "not in its table. Each of them takes the wrap (initial_value, reset_value) of the first call of "
+                "django_segment_seq.compat.sequences that gives a reset_value; called without one, it never wraps."
             )
