@@ -42,7 +42,10 @@ class ImportSequences(Subcommand):
         unknown = sum(not carry.wraps for carry in carries)
         if unknown:
             self.stdout.write(
-                f"Wrap unknown for {unknown} of {len(carries)} rows: django-sequences keeps reset_value in the calls, "
-                "not in its table. Each of them takes the wrap (initial_value, reset_value) of the first call of "
-                "django_segment_seq.compat.sequences that gives a reset_value; called without one, it never wraps."
+                f"Wrap unknown for {unknown} of {len(carries)} rows: django-sequences keeps reset_value in the "
+                "calls, not in its table."
+            )
+            self.stdout.write(
+                "Each takes the wrap of its first call of django_segment_seq.compat.sequences that gives a "
+                "reset_value; called without one, it never wraps."
             )
