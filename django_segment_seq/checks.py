@@ -18,6 +18,7 @@ from django_segment_seq.conf import DEFAULTS, SETTING_NAME, SETTINGS, Setting
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.table import Sequence
+from django_segment_seq.flow.concealing import key_problem
 
 
 @checks.register()
@@ -38,6 +39,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         *_check_values(configured),
         *_check_database(configured),
         *_check_servers(configured),
+        *_check_conceal_fallbacks(configured),
     ]
     if configured.get("METRICS") is True:
         errors += _check_metrics()
@@ -107,6 +109,25 @@ def _check_servers(configured: dict[str, Any]) -> list[checks.CheckMessage]:
                     hint="PostgreSQL takes several hosts in HOST and PORT (libpq tries them in turn), with "
                     "OPTIONS target_session_attrs='read-write'; SQLite has no servers.",
                     id="django_segment_seq.E051",
+                )
+            )
+    return errors
+
+
+def _check_conceal_fallbacks(configured: dict[str, Any]) -> list[checks.CheckMessage]:
+    """Each former key is a key: one mistyped would leave the texts it made unreadable, found only when revealed."""
+    fallbacks = configured.get("CONCEAL_KEY_FALLBACKS")
+    if not isinstance(fallbacks, (list, tuple)):
+        return []  # not set, or a wrong type that E003 reports
+    errors: list[checks.CheckMessage] = []
+    for index, key in enumerate(fallbacks):
+        problem = key_problem(key, f"{SETTING_NAME}['CONCEAL_KEY_FALLBACKS'][{index}]")
+        if problem is not None:
+            errors.append(
+                checks.Error(
+                    f"{problem}.",
+                    hint="List each former CONCEAL_KEY as it was: 32, 48 or 64 hex digits, read from the environment.",
+                    id="django_segment_seq.E052",
                 )
             )
     return errors
