@@ -72,7 +72,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "CONCEAL_KEY_FALLBACKS",
-        (),
+        [],
         (list, tuple),
         "former CONCEAL_KEYs, so texts concealed under them are still revealed (as Django's SECRET_KEY_FALLBACKS)",
     ),
