@@ -39,7 +39,7 @@ class VoidReasonForm(forms.Form):
     """The one question the action asks: why the selected numbers were not used."""
 
     reason = forms.CharField(
-        label=_("reason"),
+        label=_("Reason"),
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         help_text=_("Recorded with each number, with your user name and the time."),
     )
@@ -113,7 +113,7 @@ class VoidActionMixin(_Mixin):
             try:
                 void(label, value, reason, scope=scope, user=user)
             except (VoidError, SequenceError, ValueError) as exc:
-                refused.append(f"{value}: {exc}")
+                refused.append(str(exc))  # names the label and the number itself
                 continue
             voided += 1
         if voided:
