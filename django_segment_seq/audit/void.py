@@ -63,7 +63,7 @@ def void(
     _check_options(label, user, using)
     number, text, period = _read(field, number_or_text, period)
     scope_text = _scope(field, scope)
-    if text:
+    if text and isinstance(field, FormattedSequenceField):
         _scope_agrees(field, text, scope)
     sequence = row_name(field.sequence_name, scope_text, period)
     shown = text or str(number)
