@@ -5,12 +5,14 @@ import threading
 import time
 
 import pytest
+from django.core.checks import run_checks
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.db import connection, connections
 from django.test import override_settings
 
 from django_segment_seq import SequenceField, clear_cache
+from django_segment_seq.db.concealed_formats import format_digest
 from django_segment_seq.exceptions import ConcealKeyChanged, SequenceUnavailable
 from django_segment_seq.fields.concealed import concealed_formats
 from django_segment_seq.flow import key_ledger, parsing
@@ -199,3 +201,23 @@ def test_reveal_of_a_concealed_text_takes_only_its_exact_digits_and_right_check_
     for other in (padded + damm.digits_for(padded), wrong, body):
         with pytest.raises(ValueError, match="not a text"):
             field.reveal(other)
+
+
+# Issue 29, item 2: "check said nothing". Before: run_checks(databases=...) listed no message under a changed key.
+def test_check_says_when_the_key_changed_since_migrate(settings):
+    call_command("migrate", "django_segment_seq", verbosity=0)
+
+    def concealment_checks() -> list[str]:
+        found = [message.id for message in run_checks(databases=["default"])]
+        return sorted(one for one in found if one in ("django_segment_seq.E053", "django_segment_seq.W003"))
+
+    assert concealment_checks() == []
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "CONCEAL_KEY": OTHER_KEY}
+    assert concealment_checks().count("django_segment_seq.E053") == 2  # shop-order and concealed-ticket
+    former = {"format": "SR{value:08d}", "format_digest": format_digest("SR{value:08d}")}
+    ConcealedFormat.objects.filter(sequence_name="shop-order").update(**former)  # a format the field had before
+    ConcealedFormat.objects.filter(sequence_name="concealed-ticket").delete()
+    key_ledger.record(connection.alias, concealed_formats())  # migrate under the new key: the new formats
+    assert concealment_checks() == ["django_segment_seq.W003"]
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "CONCEAL_KEY_FALLBACKS": [TEST_KEY]}
+    assert "django_segment_seq.W003" not in concealment_checks()
