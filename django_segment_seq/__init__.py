@@ -25,8 +25,20 @@ if TYPE_CHECKING:
         sequence_stats,
         wait_for_prefetch,
     )
+    from django_segment_seq.audit.exceptions import (
+        AlreadyVoided,
+        EmptyReason,
+        InvalidVoidOption,
+        NeverHandedOut,
+        OtherSeries,
+        UnknownField,
+        UnreadableNumber,
+        VoidError,
+    )
+    from django_segment_seq.audit.models import VoidedNumber
     from django_segment_seq.audit.void import void
     from django_segment_seq.exceptions import (
+        ConcealKeyChanged,
         SequenceContention,
         SequenceError,
         SequenceExhausted,
@@ -62,6 +74,16 @@ _HOMES = {
     "sequence_stats": "api",
     "wait_for_prefetch": "api",
     "void": "audit.void",
+    "VoidedNumber": "audit.models",
+    "AlreadyVoided": "audit.exceptions",
+    "EmptyReason": "audit.exceptions",
+    "InvalidVoidOption": "audit.exceptions",
+    "NeverHandedOut": "audit.exceptions",
+    "OtherSeries": "audit.exceptions",
+    "UnknownField": "audit.exceptions",
+    "UnreadableNumber": "audit.exceptions",
+    "VoidError": "audit.exceptions",
+    "ConcealKeyChanged": "exceptions",
     "SequenceContention": "exceptions",
     "SequenceError": "exceptions",
     "SequenceExhausted": "exceptions",
