@@ -1,5 +1,5 @@
 """Project checks: the SEGMENT_SEQ setting, the router and SQLite's single writer, so a typo fails at
-`manage.py check`, not under load. The fields' own checks are in fields/checks.py."""
+`manage.py check`, not under load. The fields' own checks are in fields/checks/."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The system checks of what a field adds to its texts: check digits (E043-E046) and concealment (E046-E049)."""
+"""The checks of what a format adds to its texts: check digits (E043-E046) and concealment (E044, E046-E049)."""
 
 from __future__ import annotations
 
