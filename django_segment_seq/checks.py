@@ -1,5 +1,5 @@
 """Project checks: the SEGMENT_SEQ setting, the router and SQLite's single writer, so a typo fails at
-`manage.py check`, not under load. The fields' own checks are in fields/checks.py."""
+`manage.py check`, not under load. The fields' own checks are in fields/checks/."""
 
 from __future__ import annotations
 
@@ -95,16 +95,17 @@ def _check_servers(configured: dict[str, Any]) -> list[checks.CheckMessage]:
         return []  # None, or a wrong type that E003 reports
     errors: list[checks.CheckMessage] = []
     for alias, addresses in servers.items():
-        if alias not in settings.DATABASES or not _addresses(addresses):
-            errors.append(
-                checks.Error(
-                    f"{SETTING_NAME}['SERVERS'][{alias!r}] is {addresses!r}.",
-                    hint='Map an alias of DATABASES to a non-empty list of "host:port" strings, e.g. '
-                    '{"default": ["db1:3306", "db2:3306", "db3:3306"]}.',
-                    id="django_segment_seq.E050",
-                )
+        problems = _servers_problems(alias, addresses)
+        errors += [
+            checks.Error(
+                f"{SETTING_NAME}['SERVERS']{problem}.",
+                hint='Map an alias of DATABASES to a non-empty list of "host:port" strings, e.g. '
+                '{"default": ["db1:3306", "db2:3306", "db3:3306"]}.',
+                id="django_segment_seq.E050",
             )
-        elif "mysql" not in str(settings.DATABASES[alias].get("ENGINE", "")):
+            for problem in problems
+        ]
+        if not problems and "mysql" not in str(settings.DATABASES[alias].get("ENGINE", "")):
             errors.append(
                 checks.Error(
                     f"{SETTING_NAME}['SERVERS'] names {alias!r}, which is not a MariaDB or MySQL database.",
@@ -174,17 +175,31 @@ def check_concealment_keys(app_configs: Any = None, databases: Any = None, **kwa
     return found
 
 
-def _addresses(addresses: Any) -> bool:
-    """A non-empty list or tuple of "host:port" texts, each port a number."""
-    if not isinstance(addresses, (list, tuple)) or not addresses:
-        return False
-    for address in addresses:
-        if not isinstance(address, str):
-            return False
-        host, port = split_address(address)
-        if not host or (port and not port.isdigit()):
-            return False
-    return True
+def _servers_problems(alias: Any, addresses: Any) -> list[str]:
+    """What is wrong with one SERVERS entry, each naming the alias or address at fault (after SERVERS in E050)."""
+    if alias not in settings.DATABASES:
+        return [f" names {alias!r}, which is not an alias of DATABASES"]
+    if not isinstance(addresses, (list, tuple)):
+        return [f'[{alias!r}] is {addresses!r}, not a list of "host:port" strings']
+    if not addresses:
+        return [f"[{alias!r}] is an empty list, which names no server"]
+    return [
+        f"[{alias!r}][{position}] is {address!r}, {problem}"
+        for position, address in enumerate(addresses)
+        if (problem := _address_problem(address))
+    ]
+
+
+def _address_problem(address: Any) -> str | None:
+    """Why `address` is not a "host:port" text (the port may be left out), or None when it is one."""
+    if not isinstance(address, str):
+        return 'not a "host:port" string'
+    host, port = split_address(address)
+    if not host:
+        return "which names no host"
+    if port and not port.isdigit():
+        return f"whose port {port!r} is not a number"
+    return None
 
 
 def _check_router_agrees(alias: str) -> list[checks.CheckMessage]:

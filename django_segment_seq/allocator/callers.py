@@ -37,6 +37,7 @@ from django_segment_seq.allocator.memory import Held, TransactionMemory
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.bounded import in_savepoint
+from django_segment_seq.db.driver_errors import mysql_code
 from django_segment_seq.db.statements import (
     MYSQL_BLOCKERS_OF,
     MYSQL_IN_TRANSACTION,
@@ -280,7 +281,7 @@ def _mysql_blocker_is(caller: BaseDatabaseWrapper, private: BaseDatabaseWrapper,
                 try:
                     cursor.execute(MYSQL_BLOCKERS_OF, [waiter, f"%{token}%"])
                 except DatabaseError as exc:
-                    if _mysql_code(exc) in _MYSQL_NO_PRIVILEGE:
+                    if mysql_code(exc) in _MYSQL_NO_PRIVILEGE:
                         logger.warning(
                             "The database user lacks the PROCESS privilege: a Sequence row locked by the caller's "
                             "own transaction cannot be recognised on MariaDB, and numbers of it wait for that "
@@ -314,10 +315,5 @@ def _end_probe(caller: BaseDatabaseWrapper, raw: Any, waiter: int, finished: boo
         if result is not None:
             result.fetch_row(0)
     except Exception as exc:  # the driver's own errors: interrupted, or timed out waiting
-        if getattr(exc, "args", (None,))[0] not in (1317, 1205):
+        if mysql_code(exc) not in (1317, 1205):
             raise OperationalError(str(exc)) from exc  # the pool drops the connection
-
-
-def _mysql_code(exc: DatabaseError) -> int | None:
-    args = getattr(exc.__cause__, "args", None) or exc.args
-    return args[0] if args and isinstance(args[0], int) else None

@@ -13,7 +13,7 @@ from django_segment_seq.api import next_value
 from django_segment_seq.db.columns import concrete_field, empty_key_part, filled_at_save
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import NAME_MAX_LENGTH, period_row_name
-from django_segment_seq.fields.checks import SequenceFieldChecks
+from django_segment_seq.fields.checks.field import SequenceFieldChecks
 from django_segment_seq.fields.managers import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
 from django_segment_seq.flow import formats as formatting
 from django_segment_seq.flow import key_ledger, parsing

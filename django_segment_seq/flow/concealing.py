@@ -78,7 +78,8 @@ def tweak_of(sequence_name: str) -> str:
 @lru_cache(maxsize=64)
 def _cipher(key: str, tweak: str) -> Any:
     try:
-        from ff3 import FF3Cipher  # optional: only projects that conceal numbers install ff3
+        # Optional (only projects that conceal install ff3) and untyped: a user's mypy ignores it, installed or not.
+        from ff3 import FF3Cipher  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError as exc:
         raise ConcealUnavailable(
             "conceal=True needs the ff3 package: pip install 'django-segment-seq[conceal]'"
