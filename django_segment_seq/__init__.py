@@ -111,7 +111,13 @@ _HOMES = {
 
 # Written out, not computed from _HOMES, so a type checker sees which names are exported (a test keeps both alike).
 __all__ = [
+    "AlreadyVoided",
     "ClockMovedBackwards",
+    "ConcealKeyChanged",
+    "EmptyReason",
+    "InvalidVoidOption",
+    "NeverHandedOut",
+    "OtherSeries",
     "SequenceContention",
     "SequenceError",
     "SequenceExhausted",
@@ -125,6 +131,10 @@ __all__ = [
     "SnowflakeError",
     "SnowflakeField",
     "SnowflakeParts",
+    "UnknownField",
+    "UnreadableNumber",
+    "VoidError",
+    "VoidedNumber",
     "WorkerIdFenced",
     "WorkerIdsExhausted",
     "WorkerLeaseExpired",

@@ -27,10 +27,17 @@ def test_migrate_under_a_changed_key_prints_the_refusal_not_a_traceback():
         with pytest.raises(ConcealKeyChanged, match="shop-order"):
             call_command("migrate", "django_segment_seq", verbosity=0)
         with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(err):
-            # Before: the ConcealKeyChanged traceback, out of manage.py.
+            # Before: the ConcealKeyChanged traceback, out of manage.py. Now the system check (E053) stops it first.
             MigrateCommand(stdout=out, stderr=err).run_from_argv(["manage.py", "migrate", "django_segment_seq"])
+        assert exited.value.code == 1
+        assert "Traceback" not in err.getvalue()
+        assert "(django_segment_seq.E053) Sequence 'shop-order'" in err.getvalue(), err.getvalue()
+        skipped = io.StringIO()
+        with pytest.raises(SystemExit) as exited, contextlib.redirect_stderr(skipped):
+            argv = ["manage.py", "migrate", "django_segment_seq", "--skip-checks"]
+            MigrateCommand(stdout=out, stderr=skipped).run_from_argv(argv)
     assert exited.value.code == 1
-    assert "Traceback" not in err.getvalue()
+    assert "Traceback" not in skipped.getvalue()
     assert re.fullmatch(
-        r"ConcealKeyChangedAtMigrate: Sequence 'shop-order': its texts .* put the old key back\.\n", err.getvalue()
-    ), err.getvalue()
+        r"ConcealKeyChangedAtMigrate: Sequence 'shop-order': its texts .* put the old key back\.\n", skipped.getvalue()
+    ), skipped.getvalue()
