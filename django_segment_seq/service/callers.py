@@ -1,0 +1,84 @@
+"""Who is calling: a client by its bearer token, or a logged-in user with the permission (and a CSRF token)."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+
+from django.db.models import Q
+from django.http import HttpRequest
+from django.middleware.csrf import CsrfViewMiddleware
+from django.utils import timezone
+
+from django_segment_seq.conf import app_settings
+from django_segment_seq.service.models import Client
+from django_segment_seq.service.tokens import NO_DIGEST, Rate, allowed, digest, parse_rate
+
+PERMISSION = "django_segment_seq.use_id_service"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """What a request may do: its name in logs and metrics, its patterns (None: any), count and rate limits."""
+
+    name: str
+    client_id: int | None
+    patterns: str | None
+    max_count: int
+    rate: Rate | None
+
+    def may_take(self, target: str) -> bool:
+        return self.patterns is None or allowed(self.patterns, target)
+
+
+class NotAuthenticated(Exception):
+    """No valid token and no permitted session: one answer whatever was wrong."""
+
+
+class CsrfRefused(Exception):
+    """A session caller without a valid CSRF token."""
+
+
+def bearer_token(request: HttpRequest) -> str | None:
+    """The token of an `Authorization: Bearer` header, '' for another header, None when there is none."""
+    header = request.META.get("HTTP_AUTHORIZATION")
+    if header is None:
+        return None
+    scheme, _space, token = header.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def client_with(token: str) -> Client | None:
+    """The live client `token` belongs to; the same query and digest comparisons whatever part of it is right."""
+    wanted = digest(token) if token else NO_DIGEST
+    now = timezone.now()
+    found = list(
+        Client.objects.filter(Q(token_digest=wanted) | Q(previous_digest=wanted), revoked_at=None).only(
+            "id", "name", "token_digest", "previous_digest", "previous_valid_until", "sequences", "max_count", "rate"
+        )[:2]
+    )
+    match = None
+    for client in found:
+        current = hmac.compare_digest(client.token_digest, wanted)
+        previous = hmac.compare_digest(client.previous_digest or NO_DIGEST, wanted)
+        in_grace = client.previous_valid_until is not None and client.previous_valid_until > now
+        if current or (previous and in_grace):
+            match = client
+    return match if token else None
+
+
+def caller_of(request: HttpRequest) -> Caller:
+    """The caller of `request`; NotAuthenticated or CsrfRefused when it may not call."""
+    token = bearer_token(request)
+    if token is not None or not hasattr(request, "user"):
+        client = client_with(token or "")
+        if client is None:
+            raise NotAuthenticated
+        return Caller(client.name, client.id, client.sequences, client.max_count, parse_rate(client.rate))
+    user = request.user
+    if not user.is_authenticated or not user.has_perm(PERMISSION):
+        client_with("")  # the same work as a wrong token
+        raise NotAuthenticated
+    if CsrfViewMiddleware(lambda _request: None).process_view(request, None, (), {}) is not None:  # type: ignore[arg-type,return-value]
+        raise CsrfRefused
+    return Caller(f"user:{user.get_username()}", None, None, app_settings()["SERVICE_USER_MAX_COUNT"], None)
