@@ -45,7 +45,7 @@ def admit(request: HttpRequest, target: Target) -> Admission:
             refusal = answers.answer(403, "forbidden", f"This client may not take {target.scope_name!r}.")
             return Admission(caller, refusal=refusal)
         if caller.rate is not None:
-            seconds = retry_after(caller.name, caller.rate)
+            seconds = retry_after(caller.rate_key, caller.rate)
             if seconds is not None:
                 detail = f"More than {caller.rate.limit} requests in {caller.rate.seconds} s."
                 return Admission(caller, refusal=answers.later(429, "rate_limited", detail, seconds))

@@ -26,6 +26,8 @@ class Caller:
     patterns: str | None
     max_count: int
     rate: Rate | None
+    # The rate's counter in the cache: the client's id and its token's digest, so a client added again counts anew.
+    rate_key: str = ""
 
     def may_take(self, target: str) -> bool:
         return self.patterns is None or allowed(self.patterns, target)
@@ -74,7 +76,8 @@ def caller_of(request: HttpRequest) -> Caller:
         client = client_with(token or "")
         if client is None:
             raise NotAuthenticated
-        return Caller(client.name, client.id, client.sequences, client.max_count, parse_rate(client.rate))
+        rate_key = f"{client.id}-{client.token_digest[:16]}"
+        return Caller(client.name, client.id, client.sequences, client.max_count, parse_rate(client.rate), rate_key)
     user = request.user
     if not user.is_authenticated or not user.has_perm(PERMISSION):
         client_with("")  # the same work as a wrong token
