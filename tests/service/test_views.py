@@ -318,3 +318,60 @@ def test_each_block_is_logged_with_client_and_range(caplog):
     caplog.set_level("INFO", logger="django_segment_seq.service")
     body = post("/ids/", "order/next", token, {"count": 4}).json()
     assert f"shop took 4 of order: {body['first']}-{body['last']}" in caplog.text
+
+
+def test_401_takes_the_same_time_whatever_part_of_the_token_is_right():
+    import statistics
+    import time
+
+    token = add_client()
+    variants = {
+        "none": None,
+        "random": "ssq_" + "Q" * 43,
+        "right start": token[:12] + "Q" * (len(token) - 12),
+        "all but the last": token[:-1] + ("A" if token[-1] != "A" else "B"),
+    }
+    timings: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(40):  # interleaved, so a slower moment of the machine hits every variant alike
+        for name, value in variants.items():
+            started = time.perf_counter()
+            assert post("/ids/", "order/next", value).status_code == 401
+            timings[name].append(time.perf_counter() - started)
+    medians = {name: statistics.median(values) for name, values in timings.items()}
+    assert max(medians.values()) - min(medians.values()) < max(0.001, 0.3 * min(medians.values())), medians
+
+
+def test_metrics_count_requests_by_client_and_status(settings):
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import REGISTRY
+
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "METRICS": True}
+    token = add_client()
+
+    def sample(client: str, status: str) -> float:
+        return REGISTRY.get_sample_value("segment_seq_service_requests_total", {"client": client, "status": status}) or 0
+
+    before = (sample("shop", "200"), sample("-", "401"), sample("shop", "403"))
+    post("/ids/", "order/next", token)
+    post("/ids/", "order/next", "wrong")
+    post("/aids/", "invoice/next", token)
+    assert (sample("shop", "200"), sample("-", "401"), sample("shop", "403")) == tuple(n + 1 for n in before)
+
+
+def test_admin_shows_the_token_once_and_keeps_only_its_digest(admin_client):
+    response = admin_client.post(
+        "/admin/django_segment_seq/client/add/",
+        {"name": "billing", "sequences": "invoice*", "max_count": 100, "rate": "10/s"},
+        follow=True,
+    )
+    token = re.findall(r"ssq_[\w-]+", response.content.decode())[0]
+    client = Client.objects.get(name="billing")
+    assert client.token_digest != token and token.startswith(client.token_start)
+    assert post("/ids/", "invoice/next", token).status_code == 200
+    change = admin_client.get(f"/admin/django_segment_seq/client/{client.pk}/change/").content.decode()
+    assert token not in change and client.token_start in change
+    assert 'name="token_start"' not in change and 'name="token_digest"' not in change  # shown, never an input
+    bad = admin_client.post(
+        "/admin/django_segment_seq/client/add/", {"name": "x", "sequences": "a", "max_count": 1, "rate": "often"}
+    )
+    assert bad.status_code == 200 and "is not a rate" in bad.content.decode()

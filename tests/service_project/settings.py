@@ -8,10 +8,6 @@ from tests.settings import *  # noqa: F403
 DEBUG = False
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 ROOT_URLCONF = os.environ.get("SERVICE_URLCONF", "tests.service_project.urls")
-MIDDLEWARE = [
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-]
 # The rate limits count in a cache every worker process shares.
 CACHES = {
     "default": {
