@@ -51,7 +51,9 @@ def handle(command: BaseCommand, *, action: str, **options: Any) -> None:
     elif action == "list":
         listing(command, as_json=options.get("as_json", False))
     elif action == "revoke":
-        Client.objects.filter(pk=named(options["client_name"]).pk).update(revoked_at=timezone.now())
+        client = named(options["client_name"])
+        client.revoked_at = timezone.now()
+        client.save(update_fields=["revoked_at"])
         command.stdout.write(f"Revoked {options['client_name']}: its tokens are refused from now on.")
     else:
         rotate(command, options["client_name"], duration(options["grace"]))

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import hmac
+import threading
+import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Q
+from django.db.models.signals import post_delete, post_save
 from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
@@ -15,6 +19,9 @@ from django_segment_seq.service.models import Client
 from django_segment_seq.service.tokens import NO_DIGEST, Rate, allowed, digest, parse_rate
 
 PERMISSION = "django_segment_seq.use_id_service"
+# Seconds a process answers a known token from memory: a revocation or rotation made in another process
+# takes effect within this; in the same process (the admin, the command) at once, through the signals below.
+KNOWN_FOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -69,15 +76,58 @@ def client_with(token: str) -> Client | None:
     return match if token else None
 
 
+class KnownTokens:
+    """The callers of tokens found valid lately, by digest; a wrong token is never kept, so it always costs a query."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.callers: dict[str, tuple[float, Caller]] = {}
+
+    def get(self, wanted: str) -> Caller | None:
+        found = self.callers.get(wanted)
+        if found is None or found[0] < time.monotonic():
+            return None
+        return found[1]
+
+    def keep(self, wanted: str, caller: Caller, until: float) -> None:
+        with self.lock:
+            if len(self.callers) > 10_000:
+                self.callers.clear()
+            self.callers[wanted] = (until, caller)
+
+    def forget(self, **kwargs: Any) -> None:
+        with self.lock:
+            self.callers.clear()
+
+
+known = KnownTokens()
+post_save.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service_known_tokens")
+post_delete.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service_known_tokens_delete")
+
+
+def client_caller(token: str) -> Caller:
+    """The caller of a bearer token, from memory for a token found valid in the last KNOWN_FOR seconds."""
+    wanted = digest(token) if token else NO_DIGEST
+    caller = known.get(wanted) if token else None
+    if caller is not None:
+        return caller
+    client = client_with(token)
+    if client is None:
+        raise NotAuthenticated
+    rate_key = f"{client.id}-{client.token_digest[:16]}"
+    caller = Caller(client.name, client.id, client.sequences, client.max_count, parse_rate(client.rate), rate_key)
+    until = time.monotonic() + KNOWN_FOR
+    if client.token_digest != wanted and client.previous_valid_until is not None:  # an old token in its grace
+        until = min(until, time.monotonic() + (client.previous_valid_until - timezone.now()).total_seconds())
+    known.keep(wanted, caller, until)
+    return caller
+
+
 def caller_of(request: HttpRequest) -> Caller:
     """The caller of `request`; NotAuthenticated or CsrfRefused when it may not call."""
     token = bearer_token(request)
     if token is not None or not hasattr(request, "user"):
-        client = client_with(token or "")
-        if client is None:
-            raise NotAuthenticated
-        rate_key = f"{client.id}-{client.token_digest[:16]}"
-        return Caller(client.name, client.id, client.sequences, client.max_count, parse_rate(client.rate), rate_key)
+        return client_caller(token or "")
     user = request.user
     if not user.is_authenticated or not user.has_perm(PERMISSION):
         client_with("")  # the same work as a wrong token
