@@ -114,7 +114,7 @@ class RemoteSequence:
 
     def pause(self, attempt: int) -> float:
         """Exponential back-off with jitter."""
-        return self.backoff * (2**attempt) * (0.5 + random.random())
+        return float(self.backoff * 2**attempt * (0.5 + random.random()))
 
     def request(self) -> range:
         data = json.dumps({"count": self.count}).encode()

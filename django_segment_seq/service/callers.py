@@ -132,6 +132,6 @@ def caller_of(request: HttpRequest) -> Caller:
     if not user.is_authenticated or not user.has_perm(PERMISSION):
         client_with("")  # the same work as a wrong token
         raise NotAuthenticated
-    if CsrfViewMiddleware(lambda _request: None).process_view(request, None, (), {}) is not None:  # type: ignore[arg-type,return-value]
+    if CsrfViewMiddleware(lambda _request: None).process_view(request, None, (), {}) is not None:  # type: ignore[arg-type]
         raise CsrfRefused
     return Caller(f"user:{user.get_username()}", None, None, app_settings()["SERVICE_USER_MAX_COUNT"], None)

@@ -359,7 +359,9 @@ def test_metrics_count_requests_by_client_and_status(settings):
     token = add_client()
 
     def sample(client: str, status: str) -> float:
-        return REGISTRY.get_sample_value("segment_seq_service_requests_total", {"client": client, "status": status}) or 0
+        return (
+            REGISTRY.get_sample_value("segment_seq_service_requests_total", {"client": client, "status": status}) or 0
+        )
 
     before = (sample("shop", "200"), sample("-", "401"), sample("shop", "403"))
     post("/ids/", "order/next", token)
@@ -385,3 +387,11 @@ def test_admin_shows_the_token_once_and_keeps_only_its_digest(admin_client):
         "/admin/django_segment_seq/client/add/", {"name": "x", "sequences": "a", "max_count": 1, "rate": "often"}
     )
     assert bad.status_code == 200 and "is not a rate" in bad.content.decode()
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_body_past_djangos_upload_limit_is_a_400_naming_the_body(prefix, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    token = add_client()
+    response = post(prefix, "order/next", token, {"count": 1, "padding": "x" * 2000})
+    assert response.status_code == 400 and response.json()["field"] == "body"
