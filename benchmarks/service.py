@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -132,7 +133,19 @@ def scratch_env(db: str) -> dict[str, str]:
 
 
 def drop(db: str, env: dict[str, str]) -> None:
-    name = env["SEGMENT_SEQ_TEST_DB_NAME"]
+    """Drop the scratch database, trying again for a minute while the server refuses new sessions."""
+    shutil.rmtree(env["SERVICE_CACHE_DIR"], ignore_errors=True)
+    for attempt in range(30):
+        try:
+            drop_once(db, env["SEGMENT_SEQ_TEST_DB_NAME"])
+            return
+        except Exception:
+            if attempt == 29:
+                raise
+            time.sleep(2)
+
+
+def drop_once(db: str, name: str) -> None:
     if db == "sqlite":
         Path(name).unlink(missing_ok=True)
     elif db == "mariadb":
@@ -211,7 +224,8 @@ def main() -> None:
         parser.error("--db is required")
     seconds = 0.5 if args.smoke else args.seconds
     env = scratch_env(args.db)
-    server = LiveServer("gunicorn", env, Path(tempfile.gettempdir()) / f"bench_service_{os.getpid()}.log", workers=4)
+    log = Path(tempfile.gettempdir()) / f"bench_service_{os.getpid()}.log"
+    server = LiveServer("gunicorn", env, log, workers=4)
     rows = []
     try:
         server.start()
@@ -223,6 +237,7 @@ def main() -> None:
     finally:
         server.stop()
         drop(args.db, env)
+        log.unlink(missing_ok=True)
     report = {
         "db": args.db,
         "cpus": os.cpu_count(),

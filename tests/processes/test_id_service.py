@@ -68,9 +68,9 @@ def test_20_concurrent_clients_get_no_repeats(servers, kind):
     result = load(servers[kind].url + name + "/next", token, clients=20, seconds=3)
     numbers = assert_unique(result.numbers())
     assert result.statuses == {200: len(result.blocks)} and result.errors == 0
-    assert len(result.blocks) > 100
-    # Each server process takes ranges of the row's step (1000) of its own: several ranges, several processes.
-    assert len({number // 1000 for number in numbers}) >= 2
+    assert len(result.blocks) > 50
+    # One process would hand out 1..N without a hole; each of several holds a range of its own, partly used.
+    assert max(numbers) - min(numbers) + 1 > len(numbers)
 
 
 def test_a_worker_killed_mid_run_costs_a_gap_never_a_repeat(servers):
@@ -87,7 +87,7 @@ def test_a_worker_killed_mid_run_costs_a_gap_never_a_repeat(servers):
     result = load(server.url + name + "/next", token, clients=20, seconds=4, during=kill_one)
     assert killed and killed[0] not in server.worker_pids()
     assert_unique(result.numbers())
-    assert set(result.statuses) == {200} and len(result.blocks) > 100
+    assert set(result.statuses) == {200} and len(result.blocks) > 50
     deadline = time.monotonic() + 10
     while len(server.worker_pids()) < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
