@@ -62,8 +62,7 @@ class LiveServer:
 
     def worker_pids(self) -> list[int]:
         assert self.proc is not None
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.proc.pid)], capture_output=True, text=True)
-        return [int(pid) for pid in out.stdout.split()]
+        return [pid for pid, state, parent, _group in processes() if parent == self.proc.pid and state != "Z"]
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -83,8 +82,20 @@ class LiveServer:
     def live_in_group(self) -> list[int]:
         """The processes of the server's group still running (not zombies waiting to be reaped)."""
         assert self.proc is not None
-        out = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(self.proc.pid)], capture_output=True, text=True)
-        return [int(line.split()[0]) for line in out.stdout.splitlines() if line.split()[1:2] != ["Z"]]
+        return [pid for pid, state, _parent, group in processes() if group == self.proc.pid and state != "Z"]
+
+
+def processes() -> list[tuple[int, str, int, int]]:
+    """Every process as (pid, state, parent pid, process group), read from /proc (no procps needed)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # ended meanwhile
+            continue
+        fields = text[text.rindex(")") + 2 :].split()  # after "pid (command) "
+        found.append((int(stat.parent.name), fields[0], int(fields[1]), int(fields[2])))
+    return found
 
 
 def call(
