@@ -103,6 +103,13 @@ SETTINGS: tuple[Setting, ...] = (
         "GIVE_BACK_UNUSED", True, (bool,), "a clean exit gives unused cached numbers back, if nobody allocated since"
     ),
     Setting(
+        "SERVICE_USER_MAX_COUNT",
+        1000,
+        (int,),
+        "largest count a logged-in user with the use_id_service permission may take from the ID service",
+        low=1,
+    ),
+    Setting(
         "SNOWFLAKE_EPOCH_MS",
         1_767_225_600_000,
         (int,),

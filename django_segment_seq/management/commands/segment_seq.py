@@ -24,6 +24,7 @@ SUBCOMMANDS = (
     "django_segment_seq.management.subcommands.gaps.Gaps",
     "django_segment_seq.management.subcommands.leases.Leases",
     "django_segment_seq.management.subcommands.import_sequences.ImportSequences",
+    "django_segment_seq.management.subcommands.client.ClientCommand",
 )
 
 
@@ -43,7 +44,7 @@ class Command(BaseCommand):
     help = (
         "List, show and tune sequences; move one past the values stored in its column (sync), fill empty values "
         "(backfill), list the gaps of its series (gaps) or the Snowflake worker leases (leases), and carry "
-        "django-sequences' rows over (import-sequences)."
+        "django-sequences' rows over (import-sequences); the ID service's clients (client)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
