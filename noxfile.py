@@ -73,6 +73,23 @@ LINT_REQUIREMENTS = [
     "django-sequences>=3.0",  # the plugin loads the test settings, which install it
 ]
 
+# The extras whose libraries the package imports, and what a user type-checking it has: mypy with
+# django-stubs, the plugin's pytest and pytest-django, and the progress bar's stubs.
+TYPED_EXTRAS = "postgres,prometheus,check-digits,conceal"
+TYPING_REQUIREMENTS = ["mypy>=1.18", PINNED_STUBS, "pytest>=8", "pytest-django>=4.8", "types-tqdm>=4.66"]
+TYPING_SETTINGS = """SECRET_KEY = "type checking only"
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django_segment_seq",
+]
+DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+USE_TZ = True
+"""
+
 
 def django_requirement(release: str) -> str:
     major, minor = (int(part) for part in release.split("."))
@@ -136,7 +153,8 @@ def docs(session: nox.Session) -> None:
 
 @nox.session(python="3.13")
 def package(session: nox.Session) -> None:
-    """Build the wheel and sdist, check them, and run the example project from the wheel in a clean virtualenv."""
+    """Build the wheel and sdist, check them, run the example project from the wheel in a clean virtualenv, and
+    type-check the package installed there as a user would."""
     session.install("build>=1.2", "twine>=6.1")
     out = Path(tempfile.mkdtemp(prefix="segment-seq-dist-"))
     session.run("python", "-m", "build", "--outdir", str(out), silent=True)
@@ -146,12 +164,18 @@ def package(session: nox.Session) -> None:
     python = str(clean / "bin" / "python")
     wheel = next(path for path in built if path.endswith(".whl"))
     uv = shutil.which("uv", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+
+    def install(*requirements: str) -> None:
+        if uv:
+            session.run(uv, "pip", "install", "--quiet", "--python", python, *requirements, external=True)
+        else:
+            session.run(python, "-m", "pip", "install", "-q", *requirements, external=True, silent=True)
+
     if uv:
         session.run(uv, "venv", "--quiet", "--python", str(Path(session.bin) / "python"), str(clean), external=True)
-        session.run(uv, "pip", "install", "--quiet", "--python", python, wheel, "dj-database-url>=2.1", external=True)
     else:
         session.run("python", "-m", "venv", str(clean), silent=True)
-        session.run(python, "-m", "pip", "install", "-q", wheel, "dj-database-url>=2.1", external=True, silent=True)
+    install(wheel, "dj-database-url>=2.1")
     # A copy outside the checkout, so nothing can import the working copy's django_segment_seq.
     example = out / "example_project"
     shutil.copytree(ROOT / "example_project", example, ignore=shutil.ignore_patterns("db.sqlite3*", "__pycache__"))
@@ -172,7 +196,29 @@ def package(session: nox.Session) -> None:
     demo = session.run(*manage, "demo", external=True, env=env, silent=True)  # printed whole only if it fails
     verdict = [line for line in str(demo).splitlines() if line.startswith("OK:")]
     session.log("demo from the wheel: " + (verdict[0] if verdict else str(demo).strip().splitlines()[-1]))
+    install(f"{wheel}[{TYPED_EXTRAS}]", *TYPING_REQUIREMENTS)
+    check_types_as_installed(session, python, out / "typing")
     shutil.rmtree(out)
+
+
+def check_types_as_installed(session: nox.Session, python: str, where: Path) -> None:
+    """mypy --strict on the installed package as a user's project runs it: outside the checkout, with the
+    django-stubs plugin and none of this repository's settings or overrides, and a module that imports
+    every public name from the package's top level."""
+    where.mkdir()
+    names = session.run(
+        python, "-c", "import django_segment_seq; print(*django_segment_seq.__all__)", external=True, silent=True
+    )
+    (where / "uses_package.py").write_text(
+        f"from django_segment_seq import {', '.join(str(names).split())}\n\n__all__ = {str(names).split()!r}\n"
+    )
+    (where / "typing_settings.py").write_text(TYPING_SETTINGS)
+    (where / "mypy.ini").write_text(
+        "[mypy]\nstrict = True\nplugins = mypy_django_plugin.main\n\n"
+        "[mypy.plugins.django-stubs]\ndjango_settings_module = typing_settings\n"
+    )
+    with session.chdir(where):
+        session.run(python, "-m", "mypy", "-p", "django_segment_seq", "-m", "uses_package", external=True)
 
 
 @nox.session(python="3.13")

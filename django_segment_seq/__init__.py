@@ -25,8 +25,20 @@ if TYPE_CHECKING:
         sequence_stats,
         wait_for_prefetch,
     )
+    from django_segment_seq.audit.exceptions import (
+        AlreadyVoided,
+        EmptyReason,
+        InvalidVoidOption,
+        NeverHandedOut,
+        OtherSeries,
+        UnknownField,
+        UnreadableNumber,
+        VoidError,
+    )
+    from django_segment_seq.audit.models import VoidedNumber
     from django_segment_seq.audit.void import void
     from django_segment_seq.exceptions import (
+        ConcealKeyChanged,
         SequenceContention,
         SequenceError,
         SequenceExhausted,
@@ -62,6 +74,16 @@ _HOMES = {
     "sequence_stats": "api",
     "wait_for_prefetch": "api",
     "void": "audit.void",
+    "VoidedNumber": "audit.models",
+    "AlreadyVoided": "audit.exceptions",
+    "EmptyReason": "audit.exceptions",
+    "InvalidVoidOption": "audit.exceptions",
+    "NeverHandedOut": "audit.exceptions",
+    "OtherSeries": "audit.exceptions",
+    "UnknownField": "audit.exceptions",
+    "UnreadableNumber": "audit.exceptions",
+    "VoidError": "audit.exceptions",
+    "ConcealKeyChanged": "exceptions",
     "SequenceContention": "exceptions",
     "SequenceError": "exceptions",
     "SequenceExhausted": "exceptions",
@@ -87,7 +109,52 @@ _HOMES = {
     "sync_sequence": "sync",
 }
 
-__all__ = sorted(_HOMES)
+# Written out, not computed from _HOMES, so a type checker sees which names are exported (a test keeps both alike).
+__all__ = [
+    "AlreadyVoided",
+    "ClockMovedBackwards",
+    "ConcealKeyChanged",
+    "EmptyReason",
+    "InvalidVoidOption",
+    "NeverHandedOut",
+    "OtherSeries",
+    "SequenceContention",
+    "SequenceError",
+    "SequenceExhausted",
+    "SequenceField",
+    "SequenceManager",
+    "SequenceMisconfigured",
+    "SequenceNotFound",
+    "SequenceQuerySet",
+    "SequenceScopeError",
+    "SequenceUnavailable",
+    "SnowflakeError",
+    "SnowflakeField",
+    "SnowflakeParts",
+    "UnknownField",
+    "UnreadableNumber",
+    "VoidError",
+    "VoidedNumber",
+    "WorkerIdFenced",
+    "WorkerIdsExhausted",
+    "WorkerLeaseExpired",
+    "anext_value",
+    "anext_values",
+    "clear_cache",
+    "close_connections",
+    "fill_sequences",
+    "give_back_unused",
+    "live_worker_leases",
+    "next_snowflake",
+    "next_value",
+    "next_values",
+    "parse_snowflake",
+    "release_worker_leases",
+    "sequence_stats",
+    "sync_sequence",
+    "void",
+    "wait_for_prefetch",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """Project checks: the SEGMENT_SEQ setting, the router and SQLite's single writer, so a typo fails at
-`manage.py check`, not under load. The fields' own checks are in fields/checks.py."""
+`manage.py check`, not under load. The fields' own checks are in fields/checks/."""
 
 from __future__ import annotations
 
@@ -12,13 +12,16 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 from django.core import checks
-from django.db import router
+from django.db import DatabaseError, router
 
 from django_segment_seq.allocator.connections import split_address
-from django_segment_seq.conf import DEFAULTS, SETTING_NAME, SETTINGS, Setting, redis_settings
+from django_segment_seq.conf import DEFAULTS, SETTING_NAME, SETTINGS, Setting, app_settings, redis_settings
 from django_segment_seq.db import sqlite
+from django_segment_seq.db.concealed_formats import ConcealedFormat
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.table import Sequence
+from django_segment_seq.fields.concealed import concealed_formats
+from django_segment_seq.flow.concealing import key_id, key_problem, usable_keys
 from django_segment_seq.redistier.config import problems, redis_installed, tier_config
 
 
@@ -40,6 +43,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         *_check_values(configured),
         *_check_database(configured),
         *_check_servers(configured),
+        *_check_conceal_fallbacks(configured),
     ]
     if configured.get("METRICS") is True:
         errors += _check_metrics()
@@ -93,16 +97,17 @@ def _check_servers(configured: dict[str, Any]) -> list[checks.CheckMessage]:
         return []  # None, or a wrong type that E003 reports
     errors: list[checks.CheckMessage] = []
     for alias, addresses in servers.items():
-        if alias not in settings.DATABASES or not _addresses(addresses):
-            errors.append(
-                checks.Error(
-                    f"{SETTING_NAME}['SERVERS'][{alias!r}] is {addresses!r}.",
-                    hint='Map an alias of DATABASES to a non-empty list of "host:port" strings, e.g. '
-                    '{"default": ["db1:3306", "db2:3306", "db3:3306"]}.',
-                    id="django_segment_seq.E050",
-                )
+        problems = _servers_problems(alias, addresses)
+        errors += [
+            checks.Error(
+                f"{SETTING_NAME}['SERVERS']{problem}.",
+                hint='Map an alias of DATABASES to a non-empty list of "host:port" strings, e.g. '
+                '{"default": ["db1:3306", "db2:3306", "db3:3306"]}.',
+                id="django_segment_seq.E050",
             )
-        elif "mysql" not in str(settings.DATABASES[alias].get("ENGINE", "")):
+            for problem in problems
+        ]
+        if not problems and "mysql" not in str(settings.DATABASES[alias].get("ENGINE", "")):
             errors.append(
                 checks.Error(
                     f"{SETTING_NAME}['SERVERS'] names {alias!r}, which is not a MariaDB or MySQL database.",
@@ -114,17 +119,89 @@ def _check_servers(configured: dict[str, Any]) -> list[checks.CheckMessage]:
     return errors
 
 
-def _addresses(addresses: Any) -> bool:
-    """A non-empty list or tuple of "host:port" texts, each port a number."""
-    if not isinstance(addresses, (list, tuple)) or not addresses:
-        return False
-    for address in addresses:
-        if not isinstance(address, str):
-            return False
-        host, port = split_address(address)
-        if not host or (port and not port.isdigit()):
-            return False
-    return True
+def _check_conceal_fallbacks(configured: dict[str, Any]) -> list[checks.CheckMessage]:
+    """Each former key is a key: one mistyped would leave the texts it made unreadable, found only when revealed."""
+    fallbacks = configured.get("CONCEAL_KEY_FALLBACKS")
+    if not isinstance(fallbacks, (list, tuple)):
+        return []  # not set, or a wrong type that E003 reports
+    errors: list[checks.CheckMessage] = []
+    for index, key in enumerate(fallbacks):
+        problem = key_problem(key, f"{SETTING_NAME}['CONCEAL_KEY_FALLBACKS'][{index}]")
+        if problem is not None:
+            errors.append(
+                checks.Error(
+                    f"{problem}.",
+                    hint="List each former CONCEAL_KEY as it was: 32, 48 or 64 hex digits, read from the environment.",
+                    id="django_segment_seq.E052",
+                )
+            )
+    return errors
+
+
+@checks.register(checks.Tags.database)
+def check_concealment_keys(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The keys recorded at migrate for the concealed formats still make (E053) and read (W003) their texts: a
+    changed CONCEAL_KEY is said at `check --database`, not found at the first number or a wrong reveal()."""
+    alias = sequence_database()
+    made = set(concealed_formats())
+    if not databases or alias not in databases or not made or key_problem(app_settings().get("CONCEAL_KEY")):
+        return []  # E047/E048 report a key that is missing or malformed
+    try:
+        recorded = list(ConcealedFormat.objects.using(alias).values_list("sequence_name", "format", "key_id"))
+    except DatabaseError:
+        return []  # not migrated yet: migrate records the formats
+    current, usable = key_id(str(app_settings()["CONCEAL_KEY"])), usable_keys()
+    names = {name for name, _format in made}
+    found: list[checks.CheckMessage] = []
+    for name, format, recorded_id in recorded:
+        if (name, format) in made and recorded_id != current:
+            found.append(
+                checks.Error(
+                    f"Sequence {name!r}: its texts {format!r} were concealed under another key than "
+                    f"{SETTING_NAME}['CONCEAL_KEY'], so no new number is made (ConcealKeyChanged).",
+                    hint="Change the format too (a new prefix, say) and list the former key in "
+                    "CONCEAL_KEY_FALLBACKS, or put the former key back.",
+                    id="django_segment_seq.E053",
+                )
+            )
+        elif (name, format) not in made and name in names and recorded_id not in usable:
+            found.append(
+                checks.Warning(
+                    f"Sequence {name!r}: the texts of its former format {format!r} were concealed under a key "
+                    "that is neither CONCEAL_KEY nor in CONCEAL_KEY_FALLBACKS: reveal(), sync and the gap "
+                    "report cannot read them.",
+                    hint=f"Add the former key to {SETTING_NAME}['CONCEAL_KEY_FALLBACKS'].",
+                    id="django_segment_seq.W003",
+                )
+            )
+    return found
+
+
+def _servers_problems(alias: Any, addresses: Any) -> list[str]:
+    """What is wrong with one SERVERS entry, each naming the alias or address at fault (after SERVERS in E050)."""
+    if alias not in settings.DATABASES:
+        return [f" names {alias!r}, which is not an alias of DATABASES"]
+    if not isinstance(addresses, (list, tuple)):
+        return [f'[{alias!r}] is {addresses!r}, not a list of "host:port" strings']
+    if not addresses:
+        return [f"[{alias!r}] is an empty list, which names no server"]
+    return [
+        f"[{alias!r}][{position}] is {address!r}, {problem}"
+        for position, address in enumerate(addresses)
+        if (problem := _address_problem(address))
+    ]
+
+
+def _address_problem(address: Any) -> str | None:
+    """Why `address` is not a "host:port" text (the port may be left out), or None when it is one."""
+    if not isinstance(address, str):
+        return 'not a "host:port" string'
+    host, port = split_address(address)
+    if not host:
+        return "which names no host"
+    if port and not port.isdigit():
+        return f"whose port {port!r} is not a number"
+    return None
 
 
 def _check_router_agrees(alias: str) -> list[checks.CheckMessage]:

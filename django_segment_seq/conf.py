@@ -70,6 +70,12 @@ SETTINGS: tuple[Setting, ...] = (
         (str, NoneType),
         "hex AES key (32, 48 or 64 hex digits) of the fields with conceal=True; read it from the environment",
     ),
+    Setting(
+        "CONCEAL_KEY_FALLBACKS",
+        [],
+        (list, tuple),
+        "former CONCEAL_KEYs, so texts concealed under them are still revealed (as Django's SECRET_KEY_FALLBACKS)",
+    ),
     Setting("CONNECTION_MAX_IDLE", 30.0, (int, float), "seconds an unused private connection stays open"),
     Setting("CREATE_ON_FIRST_USE", True, (bool,), "False: a missing row raises SequenceNotFound"),
     Setting("PREFETCH", True, (bool,), "fetch the next range in the background before this one runs out"),
@@ -95,6 +101,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "GIVE_BACK_UNUSED", True, (bool,), "a clean exit gives unused cached numbers back, if nobody allocated since"
+    ),
+    Setting(
+        "SERVICE_USER_MAX_COUNT",
+        1000,
+        (int,),
+        "largest count a logged-in user with the use_id_service permission may take from the ID service",
+        low=1,
     ),
     Setting(
         "SNOWFLAKE_EPOCH_MS",

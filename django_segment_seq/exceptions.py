@@ -88,11 +88,19 @@ class SequenceScopeError(SequenceError, ValueError):
 
 
 class ConcealKeyChanged(SequenceError):
-    """CONCEAL_KEY changed while a concealed format stayed the same: new texts could repeat ones handed out before."""
+    """CONCEAL_KEY changed while a concealed format stayed the same: new texts could repeat ones handed out before;
+    or, revealing, the key a format's texts were made under is configured neither as the key nor as a fallback."""
 
-    def __init__(self, name: str, format: str) -> None:
+    def __init__(self, name: str, format: str, *, reading: bool = False) -> None:
         self.name = name
         self.format = format
+        if reading:  # revealing: the key that made the texts is not configured, so no number can be read back
+            super().__init__(
+                f"Sequence {name!r}: its texts {format!r} were concealed under a key that is neither "
+                "SEGMENT_SEQ['CONCEAL_KEY'] nor in SEGMENT_SEQ['CONCEAL_KEY_FALLBACKS'], so they cannot be "
+                "revealed. Add the former key to CONCEAL_KEY_FALLBACKS."
+            )
+            return
         super().__init__(
             f"Sequence {name!r}: its texts {format!r} were concealed under another SEGMENT_SEQ['CONCEAL_KEY']. "
             "Under a new key a new number can be shown as a text handed out before. Change the format too "

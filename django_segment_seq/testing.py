@@ -4,8 +4,9 @@ Numbers are cached per process and ranges are committed on connections of their 
 rolled back with a test's transaction. `reset_sequences()` forgets the cache and puts the rows back;
 `clean_after_test()` also removes rows committed outside the test's transaction while it ran (and
 leaves the rows a TestCase class's transaction holds, from its setUpTestData, to that transaction's
-rollback); the runner and the mixins close the private connections before the test databases are
-dropped.
+rollback). The runner (or its mixin, in a project's own runner) does that around every database test and
+test class, as the pytest plugin does; SequenceTestCaseMixin does it for one class under any runner. Both
+close the private connections before the test databases are dropped.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from django.db import DatabaseError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import F, Q
 from django.test.runner import DiscoverRunner as DjangoDiscoverRunner
+from django.test.runner import ParallelTestSuite
 from django.utils import timezone
 
+from django_segment_seq import testcase_hooks
 from django_segment_seq.allocator.callers import Session, holds_row, session
 from django_segment_seq.allocator.connections import pool
 from django_segment_seq.api import clear_cache, close_connections
@@ -202,18 +205,37 @@ class SequenceTestCaseMixin:
 
 
 class SequenceTestRunnerMixin:
-    """For a project's own test runner: closes the private connections before the test databases are dropped.
-
-    PostgreSQL refuses to drop a database another session is connected to.
+    """For a project's own test runner: every database test and test class it runs starts with sequences at
+    their minimum and leaves no row behind (testcase_hooks.py), and the private connections are closed before
+    the test databases are dropped, which PostgreSQL refuses while another session is connected.
     """
+
+    def setup_test_environment(self, **kwargs: Any) -> None:
+        super().setup_test_environment(**kwargs)  # type: ignore[misc]
+        testcase_hooks.hook_test_cases()
+
+    def teardown_test_environment(self, **kwargs: Any) -> None:
+        testcase_hooks.unhook_test_cases()
+        super().teardown_test_environment(**kwargs)  # type: ignore[misc]
 
     def teardown_databases(self, old_config: Any, **kwargs: Any) -> None:
         close_connections()
         super().teardown_databases(old_config, **kwargs)  # type: ignore[misc]
 
 
+class SequenceParallelTestSuite(ParallelTestSuite):
+    """Django's parallel suite, hooking the test cases in each worker it spawns (forked ones inherit the hooks).
+
+    A spawned worker calls this before Django is set up, so it lives in a module that imports no model.
+    """
+
+    process_setup = testcase_hooks.process_setup
+
+
 class DiscoverRunner(SequenceTestRunnerMixin, DjangoDiscoverRunner):
-    """Django's DiscoverRunner, closing the private connections first.
+    """Django's DiscoverRunner, cleaning up after every database test as the pytest plugin does.
 
     `TEST_RUNNER = "django_segment_seq.testing.DiscoverRunner"`.
     """
+
+    parallel_test_suite = SequenceParallelTestSuite

@@ -50,6 +50,11 @@ if os.environ.get("SEGMENT_SEQ_TEST_ISOLATION"):
 if os.environ.get("SEGMENT_SEQ_TEST_AUTOCOMMIT") == "0":
     # Projects that run every request in a transaction they commit themselves.
     database["AUTOCOMMIT"] = False
+if BACKEND == "postgres" and os.environ.get("SEGMENT_SEQ_TEST_PG_POOL"):
+    # Django's own connection pool (psycopg_pool), with its options as JSON, e.g. '{"max_size": 1}'.
+    import json
+
+    database.setdefault("OPTIONS", {})["pool"] = json.loads(os.environ["SEGMENT_SEQ_TEST_PG_POOL"])
 if BACKEND == "sqlite" and os.environ.get("SEGMENT_SEQ_TEST_SQLITE_TRANSACTION_MODE"):
     # Django 5.1+: "IMMEDIATE" makes every atomic block take SQLite's write lock at BEGIN.
     database.setdefault("OPTIONS", {})["transaction_mode"] = os.environ["SEGMENT_SEQ_TEST_SQLITE_TRANSACTION_MODE"]

@@ -42,3 +42,20 @@ def test_database_setting_without_a_router_that_agrees_is_reported():
     routers = ["django_segment_seq.routers.SequenceRouter", _EverythingElsewhere()]
     with override_settings(DATABASE_ROUTERS=routers):
         assert ids({"DATABASE": "default"}) == []
+
+
+@pytest.mark.parametrize(
+    "servers, said",
+    [
+        ({"nowhere": ["db1:3306"]}, "SEGMENT_SEQ['SERVERS'] names 'nowhere', which is not an alias of DATABASES."),
+        ({"default": "db1:3306"}, "SEGMENT_SEQ['SERVERS']['default'] is 'db1:3306', not a list"),
+        ({"default": []}, "SEGMENT_SEQ['SERVERS']['default'] is an empty list"),
+        ({"default": ["db1:3306", 4401]}, "SEGMENT_SEQ['SERVERS']['default'][1] is 4401, not a"),
+        ({"default": ["db1:3306", "db2:33o6"]}, "['default'][1] is 'db2:33o6', whose port '33o6' is not a number."),
+        ({"default": ["db1:3306", ":3306"]}, "['default'][1] is ':3306', which names no host."),
+    ],
+)
+def test_a_wrong_servers_entry_is_named(servers, said):
+    with override_settings(SEGMENT_SEQ={"SERVERS": servers}):
+        messages = [message for message in check_settings() if message.id == "django_segment_seq.E050"]
+    assert [said in message.msg for message in messages] == [True], [message.msg for message in messages]

@@ -15,6 +15,7 @@ from django_segment_seq.allocator import callers
 from django_segment_seq.allocator.blocks import Row
 from django_segment_seq.allocator.callers import Session
 from django_segment_seq.allocator.connections import pool, servers_of
+from django_segment_seq.db.driver_errors import driver_code
 
 # Errors after which a fresh connection and another attempt may succeed.
 TRANSIENT_ERRORS: tuple[type[Error], ...] = (OperationalError, InterfaceError)  # InterfaceError is no DatabaseError
@@ -38,13 +39,6 @@ class RowBusy(Exception):
 
 class RowMissing(Exception):
     """The row does not exist as this connection sees it, and this connection may not create it."""
-
-
-def driver_code(exc: DatabaseError) -> tuple[str | None, int | None]:
-    """The SQLSTATE (psycopg) and the error number (mysqlclient) behind a Django database error."""
-    cause = exc.__cause__
-    args = getattr(cause, "args", ())
-    return getattr(cause, "sqlstate", None), (args[0] if args and isinstance(args[0], int) else None)
 
 
 def is_lost_race(exc: DatabaseError) -> bool:

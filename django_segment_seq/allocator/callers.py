@@ -37,11 +37,13 @@ from django_segment_seq.allocator.memory import Held, TransactionMemory
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.bounded import in_savepoint
+from django_segment_seq.db.driver_errors import mysql_code
 from django_segment_seq.db.statements import (
     MYSQL_BLOCKERS_OF,
     MYSQL_IN_TRANSACTION,
     MYSQL_KILL_QUERY,
-    PG_XACT_IN_PROGRESS,
+    PG_BLOCKERS_OF,
+    PG_CANCEL_BACKEND,
     statements_for,
 )
 
@@ -143,7 +145,7 @@ def holds_row(connection: BaseDatabaseWrapper, name: str) -> bool:
 def remember(connection: BaseDatabaseWrapper, name: str) -> None:
     """Row `name` is held by the caller's transaction (it was created or taken there) until that transaction ends."""
     if connection.vendor != "sqlite" and _held.get(connection, name) is None:
-        _held.keep(connection, connection.alias, name, Held(0, -1))
+        _held.keep(connection, connection.alias, name, Held())
 
 
 def forget() -> None:
@@ -168,27 +170,78 @@ def committed(connection: BaseDatabaseWrapper) -> bool:
 
 
 def _postgresql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
-    """Created or updated by this transaction (its version's creator is in progress and visible), or locked by it."""
+    """Created or updated by this transaction (its version's creator is in progress and visible), or locked by it.
+
+    A lock is asked of a waiting probe, not read from the row's xmax: several lockers (a MultiXact) and one
+    transaction's locks of two strengths leave there an id no transaction function can read.
+    """
     sql = statements_for(connection)
     with in_savepoint(connection, min(PROBE_LOCK_TIMEOUT, app_settings()["LOCK_TIMEOUT"]), keep=False) as cursor:
-        cursor.execute(sql.row_xacts, [name])
+        cursor.execute(sql.row_created_here, [name])
         found = cursor.fetchone()
-        if found is None:
+    if found is None:
+        return False
+    if found[0]:
+        return True
+    with pool.borrow(connection.alias) as private:
+        return _postgresql_blocker_is(connection, private, sql.probe_wait, name)
+
+
+def _postgresql_blocker_is(caller: BaseDatabaseWrapper, private: BaseDatabaseWrapper, probe: Any, name: str) -> bool:
+    """Send `private` to wait for the row, and ask PostgreSQL on the caller's connection whom it waits for.
+
+    pg_blocking_pids() names every holder of a lock the waiter needs, each member of a MultiXact and each
+    sharer. A waiter that gets the row at once shows that nobody holds it.
+    """
+    pgconn = private.connection.pgconn
+    waiter = pgconn.backend_pid
+    pgconn.send_query_params(probe.encode(), [name.encode()])
+    pgconn.flush()
+    finished = _pg_answered(pgconn, FIRST_ANSWER_SECONDS)
+    try:
+        if finished:
             return False
-        created, locker, locked = found
-        if created:
+        mine = caller.connection.info.backend_pid
+        deadline = time.monotonic() + PROBE_SECONDS
+        while True:
+            with in_savepoint(caller, PROBE_LOCK_TIMEOUT, keep=False) as cursor:
+                cursor.execute(PG_BLOCKERS_OF, [waiter])
+                blockers = set(cursor.fetchone()[0] or ())
+            if blockers:
+                return mine in blockers
+            finished = _pg_answered(pgconn, LOCK_TABLES_REFRESH)
+            if finished or time.monotonic() >= deadline:
+                return False
+    finally:
+        _end_pg_probe(caller, pgconn, waiter, finished)
+
+
+def _pg_answered(pgconn: Any, seconds: float) -> bool:
+    """Whether the statement sent on `pgconn` has answered within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        pgconn.consume_input()
+        if not pgconn.is_busy():
             return True
-        if not locked:
+        left = deadline - time.monotonic()
+        if left <= 0:
             return False
-        try:
-            cursor.execute(sql.lock_nowait, [name])
-        except OperationalError as exc:
-            if _sqlstate(exc) == "55P03":
-                return False  # another transaction holds it
-            raise
-        # Locked too: the earlier locker is this transaction, unless it ended meanwhile (the row was free).
-        cursor.execute(PG_XACT_IN_PROGRESS, [locker])
-        return bool(cursor.fetchone()[0])
+        select.select([pgconn.socket], [], [], left)
+
+
+def _end_pg_probe(caller: BaseDatabaseWrapper, pgconn: Any, waiter: int, finished: bool) -> None:
+    """Stop the waiting statement (or collect its answer) so the private connection is idle again."""
+    if not finished:
+        with suppress(Error, InterfaceError), in_savepoint(caller, PROBE_LOCK_TIMEOUT, keep=False) as cursor:
+            cursor.execute(PG_CANCEL_BACKEND, [waiter])
+        if not _pg_answered(pgconn, app_settings()["LOCK_TIMEOUT"] + 1):
+            raise OperationalError("a lock probe did not end")  # the pool drops the connection
+    while pgconn.get_result() is not None:
+        pass  # its rows, or the cancellation's error: either way the session is idle after it
+    from psycopg.pq import TransactionStatus  # psycopg is installed only where PostgreSQL is used
+
+    if pgconn.transaction_status != TransactionStatus.IDLE:
+        raise OperationalError("a lock probe left its session busy")  # the pool drops the connection
 
 
 def _mysql_holds(connection: BaseDatabaseWrapper, name: str) -> bool:
@@ -228,7 +281,7 @@ def _mysql_blocker_is(caller: BaseDatabaseWrapper, private: BaseDatabaseWrapper,
                 try:
                     cursor.execute(MYSQL_BLOCKERS_OF, [waiter, f"%{token}%"])
                 except DatabaseError as exc:
-                    if _mysql_code(exc) in _MYSQL_NO_PRIVILEGE:
+                    if mysql_code(exc) in _MYSQL_NO_PRIVILEGE:
                         logger.warning(
                             "The database user lacks the PROCESS privilege: a Sequence row locked by the caller's "
                             "own transaction cannot be recognised on MariaDB, and numbers of it wait for that "
@@ -262,14 +315,5 @@ def _end_probe(caller: BaseDatabaseWrapper, raw: Any, waiter: int, finished: boo
         if result is not None:
             result.fetch_row(0)
     except Exception as exc:  # the driver's own errors: interrupted, or timed out waiting
-        if getattr(exc, "args", (None,))[0] not in (1317, 1205):
+        if mysql_code(exc) not in (1317, 1205):
             raise OperationalError(str(exc)) from exc  # the pool drops the connection
-
-
-def _sqlstate(exc: DatabaseError) -> str | None:
-    return getattr(exc.__cause__, "sqlstate", None)
-
-
-def _mysql_code(exc: DatabaseError) -> int | None:
-    args = getattr(exc.__cause__, "args", None) or exc.args
-    return args[0] if args and isinstance(args[0], int) else None

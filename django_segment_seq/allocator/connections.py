@@ -117,10 +117,13 @@ def _open(alias: str, address: str | None) -> BaseDatabaseWrapper:
     """One private connection to `alias`, on `address` ("host:port") instead of its HOST and PORT when given.
 
     The project's settings are copied, not shared: AUTOCOMMIT=False there (a project managing its own
-    transactions) must not leave an allocation uncommitted here.
+    transactions) must not leave an allocation uncommitted here, and Django's connection pool (OPTIONS
+    "pool", one per alias) stays the project's: a private session neither waits for its connections nor
+    returns to it with the app's lock timeout.
     """
     source = connections.settings[alias]
-    settings_dict = dict(source, AUTOCOMMIT=True, OPTIONS=dict(source.get("OPTIONS") or {}))
+    options = {key: value for key, value in (source.get("OPTIONS") or {}).items() if key != "pool"}
+    settings_dict = dict(source, AUTOCOMMIT=True, OPTIONS=options)
     if address is not None:
         host, port = split_address(address)
         settings_dict.update(HOST=host, PORT=port or source.get("PORT", ""))

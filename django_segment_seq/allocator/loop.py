@@ -248,7 +248,9 @@ def _in_caller_transaction(
                 row = read_row(cursor, sql.select_row, name)
                 if row is None:  # pragma: no cover - the insert above either created it or found it
                     raise SequenceNotFound(name, alias)
-            block = next_block(name, row, wanted)  # no failover skip: it commits with the caller's rows, or not at all
+            # Exactly the numbers asked for, no failover skip: the block commits with the caller's rows or not at all,
+            # and a rest kept for later could be undone by the caller (a raw ROLLBACK TO SAVEPOINT) unseen.
+            block = next_block(name, row._replace(step=1), wanted)
             result.round_trips += 1
             now = caller.ops.adapt_datetimefield_value(timezone.now())
             history = server_history(caller)

@@ -1,4 +1,4 @@
-"""What exists only inside a caller's transaction: blocks taken there and rows it created or locked.
+"""What exists only inside a caller's transaction: the Sequence rows it created or locked.
 
 Such a thing stands while the transaction's writes stand, and Django drops the on_commit hooks of a
 rolled-back transaction or savepoint together with its writes: a hook still queued is the proof.
@@ -21,27 +21,16 @@ def commit_hook_queued(connection: BaseDatabaseWrapper, callback: Callable[[], N
 
 
 class Held:
-    """Numbers [next, last] of a block (possibly none left) taken inside one transaction, and its commit hook."""
+    """A row that one transaction created or locked, known while that transaction's commit hook is queued."""
 
-    __slots__ = ("committed", "hook", "last", "next", "version")
+    __slots__ = ("committed", "hook")
 
-    def __init__(self, first: int, last: int, version: int | None = None) -> None:
-        self.next = first
-        self.last = last
-        # The row's version right after the block was taken, for a give-back once it joined the cache.
-        self.version = version
+    def __init__(self) -> None:
         self.hook: Callable[[], None] | None = None
         self.committed = False
 
     def alive(self, connection: BaseDatabaseWrapper) -> bool:
         return self.committed or commit_hook_queued(connection, self.hook)
-
-    def take(self, count: int) -> range | None:
-        if self.last - self.next + 1 < count:
-            return None
-        first = self.next
-        self.next += count
-        return range(first, first + count)
 
 
 class TransactionMemory:

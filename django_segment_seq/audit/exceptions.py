@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["AlreadyVoided", "EmptyReason", "NeverHandedOut", "UnknownField", "UnreadableNumber", "VoidError"]
+__all__ = [
+    "AlreadyVoided",
+    "EmptyReason",
+    "InvalidVoidOption",
+    "NeverHandedOut",
+    "OtherSeries",
+    "UnknownField",
+    "UnreadableNumber",
+    "VoidError",
+]
 
 
 class VoidError(ValueError):
@@ -26,4 +35,13 @@ class AlreadyVoided(VoidError):
 
 
 class NeverHandedOut(VoidError):
-    """The number is above every range the counter ever gave out and no row holds it: there is nothing to void."""
+    """The number is above every range the counter ever gave out and no row holds it, or below the sequence's
+    minimum: there is nothing to void."""
+
+
+class OtherSeries(VoidError):
+    """The text shows another period or scope than the one given: voiding it there would void another number."""
+
+
+class InvalidVoidOption(VoidError):
+    """A `user` longer than the register keeps, or a `using` that names no database."""

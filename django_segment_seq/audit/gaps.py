@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any, cast
 
-from django.db import models, router
-from django.db.models import Count, F, Max, Min, Window
+from django.db import connections, models, router
+from django.db.models import Count, F, Max, Min, Q, Window
 from django.db.models.functions import Lead
 
 from django_segment_seq.audit.labels import field_of, label_of
@@ -47,6 +47,8 @@ class Series:
     stored: int
     voided: list[VoidedSpan] = field(default_factory=list)
     unexplained: list[Span] = field(default_factory=list)
+    # Rows holding a number another row of the series holds too: stored counts them, the numbers do not.
+    repeated: int = 0
 
     @property
     def voided_count(self) -> int:
@@ -59,11 +61,18 @@ class Series:
 
 @dataclass
 class GapReport:
-    """Every series of a field that has numbers stored, and how many texts the format could not read."""
+    """Every series of a field that has numbers stored, and how many texts could not be read back: not made by the
+    format (another prefix, a format changed since), or concealed under a key no longer configured."""
 
     label: str
     series: list[Series]
     unreadable: int = 0
+    # Why some concealed texts could not be read (ConcealKeyChanged's message), or "".
+    key_missing: str = ""
+
+    @property
+    def repeated(self) -> int:
+        return sum(one.repeated for one in self.series)
 
     @property
     def voided_count(self) -> int:
@@ -100,10 +109,13 @@ def gap_report(
     """The gaps of the field `field_label`, narrowed to one period and one scope (its key or as shown) if given.
 
     UnknownField for a bad label; UnparseableFormat when a formatted field's texts cannot be read back;
-    ValueError for a period of a field without reset, or a scope of an unscoped one.
+    ValueError for a period of a field without reset, a scope of an unscoped one, a period or scope that names
+    no series with numbers stored, or an unknown database alias.
     """
     model, seq_field = field_of(field_label)
     label = label_of(model, seq_field)
+    if using is not None and using not in connections:
+        raise ValueError(f"{label}: using={using!r} is not a database of DATABASES.")
     alias = using or router.db_for_read(model)
     rows = model._base_manager.db_manager(alias).exclude(empty_values(seq_field)).order_by()
     scopes = _Scopes(model, seq_field)
@@ -115,41 +127,55 @@ def gap_report(
     def wanted(key: SeriesKey) -> bool:
         return (period is None or key[1] == period) and (scope is None or scope in (key[0], shown(key[0])))
 
+    key_missing = ""
     if isinstance(seq_field, FormattedSequenceField):
-        found, unreadable = _text_gaps(rows, seq_field, scopes, wanted)
+        found, unreadable, key_missing = _text_gaps(rows, seq_field, scopes, wanted)
     else:
         found, unreadable = _integer_gaps(rows, seq_field, scopes, wanted), 0
+    if not found and (period is not None or scope is not None):
+        raise ValueError(_names_no_series(label, period, scope))
     voided = _register(label, found)
     series = []
-    for key, (first, highest, stored, gaps) in sorted(
+    for key, (first, highest, stored, distinct, gaps) in sorted(
         found.items(), key=lambda item: (item[0][1] or "", item[0][0] or "")
     ):
         explained, unexplained = split(gaps, voided.get(key, {}))
-        series.append(Series(key[0], key[1], first, highest, stored, explained, unexplained))
-    return GapReport(label, series, unreadable)
+        series.append(Series(key[0], key[1], first, highest, stored, explained, unexplained, stored - distinct))
+    return GapReport(label, series, unreadable, key_missing)
 
 
-# Per series: first, highest, how many stored, and the runs missing between first and highest.
-Found = dict[SeriesKey, tuple[int, int, int, list[Span]]]
+def _names_no_series(label: str, period: str | None, scope: str | None) -> str:
+    """Why a narrowed report is refused: a mistyped period or scope would otherwise read as "nothing missing"."""
+    named = " and ".join([f"period {period!r}"] * (period is not None) + [f"scope {scope!r}"] * (scope is not None))
+    return (
+        f"{label}: {named} names no series with numbers stored. Give a period as its key (2026, 2026-11, "
+        "2026-W47, ...) and a scope as the sequence list shows it (company=42); run without them to see every series"
+    )
+
+
+# Per series: first, highest, how many stored, how many distinct, and the runs missing between first and highest.
+Found = dict[SeriesKey, tuple[int, int, int, int, list[Span]]]
 
 
 def _integer_gaps(rows: Any, seq_field: SequenceFieldBase, scopes: _Scopes, wanted: Any) -> Found:
     """Asks the database for each scope's bounds and for the rows followed by a gap, nothing else."""
     name, attnames = seq_field.name, scopes.attnames
     bounds: dict[SeriesKey, list[int]] = {}
+    totals = {"first": Min(name), "highest": Max(name), "stored": Count(name), "distinct": Count(name, distinct=True)}
     if attnames:
-        grouped = rows.values(*attnames).annotate(first=Min(name), highest=Max(name), stored=Count(name))
-        listed = grouped.values_list(*attnames, "first", "highest", "stored")
+        listed = rows.values(*attnames).annotate(**totals).values_list(*attnames, *totals)
     else:
-        totals = rows.aggregate(first=Min(name), highest=Max(name), stored=Count(name))
-        listed = [] if totals["stored"] == 0 else [(totals["first"], totals["highest"], totals["stored"])]
-    for *values, first, highest, stored in listed:
+        whole = rows.aggregate(**totals)
+        listed = [] if whole["stored"] == 0 else [tuple(whole[total] for total in totals)]
+    for *values, first, highest, stored, distinct in listed:
         key = (scopes.key(tuple(values)), None)
         if (attnames and key[0] is None) or not wanted(key):
             continue
         if key in bounds:  # two spellings of one scope value: one counter
-            first, highest, stored = min(first, bounds[key][0]), max(highest, bounds[key][1]), stored + bounds[key][2]
-        bounds[key] = [first, highest, stored]
+            before = bounds[key]
+            first, highest = min(first, before[0]), max(highest, before[1])
+            stored, distinct = stored + before[2], distinct + before[3]
+        bounds[key] = [first, highest, stored, distinct]
     following = Window(Lead(name), partition_by=[F(a) for a in attnames] or None, order_by=F(name).asc())
     gaps: dict[SeriesKey, list[Span]] = defaultdict(list)
     after_gaps = rows.annotate(following=following).filter(following__gt=F(name) + 1)
@@ -158,18 +184,21 @@ def _integer_gaps(rows: Any, seq_field: SequenceFieldBase, scopes: _Scopes, want
         if key in bounds:
             gaps[key].append(Span(number + 1, next_number - 1))
     return {
-        key: (first, highest, stored, sorted(gaps[key], key=lambda s: s.first))
-        for key, (first, highest, stored) in bounds.items()
+        key: (first, highest, stored, distinct, sorted(gaps[key], key=lambda s: s.first))
+        for key, (first, highest, stored, distinct) in bounds.items()
     }
 
 
-def _text_gaps(rows: Any, seq_field: FormattedSequenceField, scopes: _Scopes, wanted: Any) -> tuple[Found, int]:
-    """Streams the texts, reads each back into its number and period, and finds the gaps of each series."""
+def _text_gaps(rows: Any, seq_field: FormattedSequenceField, scopes: _Scopes, wanted: Any) -> tuple[Found, int, str]:
+    """Streams the texts, reads each back into its number and period, and finds the gaps of each series; texts no
+    format of the field reads (another prefix included) are counted as unreadable."""
     reader = TextReader(seq_field)  # UnparseableFormat when the format cannot be read back
-    if reader.parser.prefix:
-        rows = rows.filter(**{f"{seq_field.name}__startswith": reader.parser.prefix})
-    numbers: dict[SeriesKey, list[int]] = defaultdict(list)
     unreadable = 0
+    if len(reader.parsers) == 1 and reader.parser.prefix:
+        prefixed = Q(**{f"{seq_field.name}__startswith": reader.parser.prefix})
+        unreadable = rows.exclude(prefixed).count()  # counted by the database, not read
+        rows = rows.filter(prefixed)
+    numbers: dict[SeriesKey, list[int]] = defaultdict(list)
     for values, text in _texts(rows, scopes.attnames, seq_field.name):
         reading = reader.read(text)
         if reading is None:
@@ -182,8 +211,8 @@ def _text_gaps(rows: Any, seq_field: FormattedSequenceField, scopes: _Scopes, wa
     found: Found = {}
     for key, stored in numbers.items():
         stored.sort()
-        found[key] = (stored[0], stored[-1], len(stored), missing_between(stored))
-    return found, unreadable
+        found[key] = (stored[0], stored[-1], len(stored), len(set(stored)), missing_between(stored))
+    return found, unreadable, "" if reader.locked is None else str(reader.locked)
 
 
 def _texts(rows: Any, attnames: list[str], name: str) -> Iterator[tuple[tuple[Any, ...], str]]:

@@ -34,3 +34,13 @@ def field_of(label: str) -> tuple[type[models.Model], SequenceFieldBase]:
 def label_of(model: type[models.Model], field: SequenceFieldBase) -> str:
     """The label a field is registered under: "shop.Invoice.number"."""
     return f"{model._meta.label}.{field.name}"
+
+
+def sequence_field_labels() -> list[str]:
+    """The label of every SequenceField of an installed model, sorted: the choices of the register's add form."""
+    return sorted(
+        label_of(model, field)
+        for model in apps.get_models()
+        for field in model._meta.local_fields
+        if isinstance(field, SequenceFieldBase)
+    )

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 from datetime import datetime, time
 
+from django_segment_seq.exceptions import ConcealKeyChanged
 from django_segment_seq.fields.sequence import FormattedSequenceField
-from django_segment_seq.flow.parsing import FormatParser
+from django_segment_seq.flow.parsing import parsers_of
 
 # Read back: (number, period key or None for a field without reset).
 Reading = tuple[int, str | None]
 
 
 class TextReader:
-    """Reads the texts of one formatted field; UnparseableFormat when its format cannot be read back."""
+    """Reads the texts of one formatted field, and of the formats a concealed one had before; UnparseableFormat when
+    its format cannot be read back. `strict` reads only texts exactly as the format writes them (void() does)."""
 
-    def __init__(self, field: FormattedSequenceField) -> None:
-        self.parser = FormatParser(field.flow)
+    def __init__(self, field: FormattedSequenceField, *, strict: bool = False) -> None:
+        self.parsers = parsers_of(field.flow, strict=strict)
+        self.parser = self.parsers[0]
+        self.locked: ConcealKeyChanged | None = None  # the first text whose key is not configured, for the report
         self.reset = field.reset_rule
         self.keyed = self.reset.is_named or self.reset.is_callable
         self.date_spec = field.flow.date_specs[0] if field.flow.date_specs else None
@@ -28,7 +32,7 @@ class TextReader:
 
     def read(self, text: str | None) -> Reading | None:
         """The number and period of `text`; None when the format did not make it or its period cannot be told."""
-        parts = self.parser.parts(text)
+        parts = self.parts(text)
         if parts is None:
             return None
         number, dates, shown = parts
@@ -42,6 +46,18 @@ class TextReader:
         if period == "":
             period = self.by_date[dates[0]] = self.date_period(dates[0])
         return None if period is None else (number, period)
+
+    def parts(self, text: str | None) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
+        """What the first format that made `text` reads in it; None also for a text under a key not configured."""
+        for parser in self.parsers:
+            try:
+                parts = parser.parts(text)
+            except ConcealKeyChanged as exc:
+                self.locked = self.locked or exc
+                continue
+            if parts is not None:
+                return parts
+        return None
 
     def date_period(self, text: str) -> str | None:
         """The named period of a {date} text, or None when its spec cannot be read back into a day."""

@@ -2,24 +2,34 @@
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any, cast
+from urllib.parse import unquote
 
-from django.db import IntegrityError, models, router, transaction
+from django.core.exceptions import ObjectDoesNotExist
+from django.db import IntegrityError, connections, models, router, transaction
 
-from django_segment_seq.audit.exceptions import AlreadyVoided, EmptyReason, NeverHandedOut, UnreadableNumber
+from django_segment_seq.audit.exceptions import (
+    AlreadyVoided,
+    EmptyReason,
+    InvalidVoidOption,
+    NeverHandedOut,
+    OtherSeries,
+    UnreadableNumber,
+)
 from django_segment_seq.audit.labels import field_of, label_of
 from django_segment_seq.audit.models import VoidedNumber
 from django_segment_seq.audit.texts import TextReader
 from django_segment_seq.db.routing import sequence_database
-from django_segment_seq.db.rownames import row_name
+from django_segment_seq.db.rownames import PAIR_SEPARATOR, row_name
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow import formats as formatting
-from django_segment_seq.flow.parsing import UnparseableFormat
+from django_segment_seq.flow.parsing import FormatParser, UnparseableFormat
 from django_segment_seq.flow.scopes import scope_key, scope_names
 from django_segment_seq.sync import scope_fields
 
@@ -39,18 +49,22 @@ def void(
 ) -> VoidedNumber:
     """Record that `number_or_text` of the field `field_label` ("shop.Invoice.number") was not used, and why.
 
-    A text is read back with the field's format, which also gives its period; a bare number of a
-    field with reset is of `period`, by default the current one. `using` is the database of the
-    field's rows; the register lives beside the Sequence table. Raises a VoidError: UnknownField,
-    EmptyReason, UnreadableNumber, AlreadyVoided, NeverHandedOut; SequenceScopeError for a missing
-    or unneeded scope.
+    A text is read back with the field's format, exactly as the format writes it (check digits
+    included), which also gives its period; a bare number of a field with reset is of `period`, by
+    default the current one. `using` is the database of the field's rows; the register lives beside
+    the Sequence table. Raises a VoidError: UnknownField, EmptyReason, UnreadableNumber, OtherSeries
+    (a period or scope the text does not show), AlreadyVoided, NeverHandedOut, InvalidVoidOption;
+    SequenceScopeError for a missing or unneeded scope.
     """
     if not isinstance(reason, str) or not reason.strip():
         raise EmptyReason(f"{field_label}: give the reason {number_or_text!r} was not used.")
     model, field = field_of(field_label)
     label = label_of(model, field)
+    _check_options(label, user, using)
     number, text, period = _read(field, number_or_text, period)
     scope_text = _scope(field, scope)
+    if text and isinstance(field, FormattedSequenceField):
+        _scope_agrees(field, text, scope)
     sequence = row_name(field.sequence_name, scope_text, period)
     shown = text or str(number)
     alias = sequence_database()
@@ -58,6 +72,9 @@ def void(
     if register.filter(label=label, scope=scope_text or "", period=period or "", number=number).exists():
         raise AlreadyVoided(f"{label}: {shown} is voided already.")
     row = Sequence._base_manager.using(alias).filter(name=sequence).first()
+    minimum = row.min_value if row is not None else Sequence._meta.get_field("min_value").get_default()
+    if number < minimum:
+        raise NeverHandedOut(f"{label}: {shown} is below the sequence's minimum {minimum}, so it was never handed out.")
     handed_out = row is not None and row.value is not None and number <= row.value
     if not handed_out and not _held(model, field, number, text, scope_text, using):
         raise NeverHandedOut(
@@ -80,6 +97,15 @@ def void(
         raise AlreadyVoided(f"{label}: {shown} is voided already.") from None
 
 
+def _check_options(label: str, user: str | None, using: str | None) -> None:
+    """InvalidVoidOption for a user the register cannot keep whole or a database alias that does not exist."""
+    width = VoidedNumber._meta.get_field("voided_by").max_length or 0
+    if user is not None and (not isinstance(user, str) or len(user) > width):
+        raise InvalidVoidOption(f"{label}: user must be a text of at most {width} characters, not {user!r:.60}.")
+    if using is not None and using not in connections:
+        raise InvalidVoidOption(f"{label}: using={using!r} is not a database of DATABASES.")
+
+
 def _read(field: SequenceFieldBase, given: int | str, period: str | None) -> tuple[int, str, str | None]:
     """The number, the text (formatted fields, '' for a bare number) and the period `given` names."""
     if not isinstance(field, FormattedSequenceField):
@@ -98,15 +124,24 @@ def _read(field: SequenceFieldBase, given: int | str, period: str | None) -> tup
         elif not (field.reset_rule.is_named or field.reset_rule.is_callable):
             raise ValueError(f"{field.name} has no reset, so it counts without periods; give no period.")
         return given, "", period
+    if not isinstance(given, str):
+        raise UnreadableNumber(f"{field.name}: {given!r} is neither a number nor a text.")
     try:
-        reading = TextReader(field).read(given)
+        reader = TextReader(field, strict=True)
+        reading = reader.read(given)
     except UnparseableFormat as exc:
         raise UnreadableNumber(f"{field.name}: {exc}") from None
+    if reading is None and reader.locked is not None:
+        raise UnreadableNumber(f"{field.name}: {given!r} cannot be read back: {reader.locked}") from None
     if reading is None:
-        raise UnreadableNumber(f"{field.name}: {given!r} is not a text its format {field.flow.source!r} makes.")
+        check = " with its check digits right" if field.flow.check_digits is not None else ""
+        raise UnreadableNumber(
+            f"{field.name}: {given!r} is not a text its format {field.flow.source!r} makes{check} "
+            "(each number written as the format writes it)."
+        )
     number, read_period = reading
     if period is not None and period != read_period:
-        raise ValueError(f"{field.name}: {given!r} is of period {read_period!r}, not {period!r}.")
+        raise OtherSeries(f"{field.name}: {given!r} is of period {read_period!r}, not {period!r}.")
     return number, given, read_period
 
 
@@ -126,6 +161,50 @@ def _scope(field: SequenceFieldBase, scope: ScopeOption) -> str | None:
         value = scope.get(scope_field.name, scope.get(scope_field.attname))
         by_attname[scope_field.attname] = getattr(value, "pk", value)  # a model instance counts by its key
     return scope_key(field, cast(models.Model, SimpleNamespace(**by_attname)))
+
+
+def _scope_agrees(field: FormattedSequenceField, text: str, scope: ScopeOption) -> None:
+    """OtherSeries when the text shows a scope value ({instance.company.code}) that the given scope does not have."""
+    parser = FormatParser(field.flow)
+    shown = parser.instance_texts(text) or ()
+    by_name = {scope_field.name: scope_field for scope_field in scope_fields(field.model, field)}
+    by_name |= {scope_field.attname: scope_field for scope_field in by_name.values()}
+    for (path, spec, conversion), seen in zip(parser.instance_fields, shown, strict=False):
+        first = path.removeprefix("instance.").split(".", 1)[0].split("[", 1)[0]
+        if first not in by_name:
+            continue  # not a scope value: nothing to compare the scope with
+        instance = _scope_instance(by_name[first], scope, first)
+        if instance is None:
+            continue  # the scope names a row that no longer exists: what the text shows cannot be told
+        formatter = string.Formatter()
+        try:
+            value = formatter.convert_field(formatter.get_field(path, (), {"instance": instance})[0], conversion)
+            expected = formatter.format_field(value, spec)
+        except (AttributeError, LookupError, TypeError, ValueError, ObjectDoesNotExist):
+            continue
+        if expected != seen:
+            raise OtherSeries(
+                f"{field.name}: {text!r} shows {seen!r} for {{{path}}}, but the scope given has {expected!r}: "
+                "give the text's own scope."
+            )
+
+
+def _scope_instance(scope_field: Any, scope: ScopeOption, name: str) -> SimpleNamespace | None:
+    """A stand-in instance with the scope field's value (a foreign key's object loaded), or None when unknown."""
+    if isinstance(scope, Mapping):
+        value = scope.get(scope_field.name, scope.get(scope_field.attname))
+    else:
+        pairs = dict(pair.split("=", 1) for pair in str(scope or "").split(PAIR_SEPARATOR) if "=" in pair)
+        value = unquote(pairs.get(scope_field.name, "")) or None
+    if value is None:
+        return None
+    if scope_field.is_relation and not isinstance(value, models.Model):
+        value = scope_field.related_model._base_manager.filter(pk=value).first()
+        if value is None:
+            return None
+    if isinstance(value, models.Model) and scope_field.is_relation:
+        return SimpleNamespace(**{scope_field.name: value, scope_field.attname: value.pk})
+    return SimpleNamespace(**{scope_field.name: value, scope_field.attname: value})
 
 
 def _held(

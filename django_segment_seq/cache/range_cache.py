@@ -24,7 +24,6 @@ from django.dispatch import receiver
 from django_segment_seq.allocator import callers
 from django_segment_seq.allocator.blocks import Block, Unused, unused_run
 from django_segment_seq.allocator.loop import Allocation
-from django_segment_seq.allocator.memory import Held, TransactionMemory
 from django_segment_seq.cache import events
 from django_segment_seq.cache.events import Fetch
 from django_segment_seq.cache.prefetch import prefetcher
@@ -129,8 +128,6 @@ class RangeCache:
             self.by_name: dict[str, _Slot] = {}
         self._guard = threading.Lock()
         self._pid = os.getpid()
-        # Blocks taken inside callers' transactions, per caller connection and sequence.
-        self._held = TransactionMemory()
 
     def take(self, alias: str, name: str) -> int:
         """One number; the hot path is a dict lookup and one short lock."""
@@ -285,20 +282,13 @@ class RangeCache:
 
     def _refill(self, slot: _Slot, wanted: int) -> range:
         """A new block of at least max(step, wanted); returns its first `wanted` numbers and caches the rest."""
-        caller = connections[slot.alias]
-        held = self._held.get(caller, slot.name)
-        if held is not None:
-            numbers = held.take(wanted)
-            if numbers is not None:
-                slot.stats.handed_out += wanted
-                return numbers
         allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
         slot.fetched(allocation)
         block = allocation.block
         if allocation.provisional:
-            return self._keep_provisional(slot, caller, allocation, wanted)
+            return self._hand_out_provisional(slot, allocation)
         if block.size > wanted or slot.next > slot.last:
             self._set_range(slot, block, wanted, allocation.version)
             if slot.next >= slot.trigger:
@@ -307,37 +297,24 @@ class RangeCache:
             slot.stats.handed_out += wanted
         return range(block.first, block.first + wanted)
 
-    def _keep_provisional(self, slot: _Slot, caller: Any, allocation: Allocation, wanted: int) -> range:
-        """Hand out the first `wanted` numbers of a block taken in the caller's transaction; keep the rest for it."""
+    def _hand_out_provisional(self, slot: _Slot, allocation: Allocation) -> range:
+        """Hand out a block taken in the caller's transaction, exactly the numbers asked for, none kept.
+
+        The caller's transaction may undo it (a rollback, a raw ROLLBACK TO SAVEPOINT the app cannot see), so no
+        rest of it is ever cached: the next number there is taken from the row afresh, inside that transaction.
+        """
         block = allocation.block
         slot.stats.fetched_in_caller_transaction += 1
-        slot.stats.handed_out += wanted
-        held = Held(block.first + wanted, block.last, allocation.version)
-        self._held.keep(caller, slot.alias, slot.name, held, functools.partial(self._adopt, slot))
-        return range(block.first, block.first + wanted)
+        slot.stats.handed_out += block.size
+        return range(block.first, block.last + 1)
 
     def _provisional(self, slot: _Slot, count: int) -> range:
-        """Numbers for a caller that may not wait for the slot: from its transaction's block, or a new one there."""
-        caller = connections[slot.alias]
-        held = self._held.get(caller, slot.name)
-        numbers = held.take(count) if held is not None else None
-        if numbers is None:
-            allocation = allocate(slot.alias, slot.name, count)
-            slot.record(allocation)  # without the slot's lock: figures only, read as approximate
-            slot.stats.foreground_fetches += 1
-            slot.fetched(allocation)
-            return self._keep_provisional(slot, caller, allocation, count)
-        slot.stats.handed_out += count
-        return numbers
-
-    def _adopt(self, slot: _Slot, held: Held) -> None:
-        """After commit the block is durable: its rest becomes the process's cached range if that is empty."""
-        if self._slots.get((slot.alias, slot.name)) is not slot:
-            return  # cleared or forked since
-        with slot.lock:
-            if slot.next > slot.last and held.next <= held.last:
-                self._set_range(slot, Block(held.next, held.last), 0, held.version)
-                held.next = held.last + 1
+        """Numbers for a caller that may not wait for the slot: a new block inside its transaction."""
+        allocation = allocate(slot.alias, slot.name, count)
+        slot.record(allocation)  # without the slot's lock: figures only, read as approximate
+        slot.stats.foreground_fetches += 1
+        slot.fetched(allocation)
+        return self._hand_out_provisional(slot, allocation)
 
     def _set_range(self, slot: _Slot, block: Block, taken: int, version: int | None) -> None:
         """Make `block` the current range (its first `taken` numbers already handed out); the old rest is a gap.

@@ -4,8 +4,10 @@
 As in django-sequences, numbers are gapless: each is taken inside the caller's transaction (a transaction
 of its own in autocommit) from the row locked until that transaction ends, so concurrent callers queue
 in order, a rollback gives the number back, and `nowait=True` fails at once on a row another
-transaction holds. A row is created on first use, counting from `initial_value`; with `reset_value`,
-it wraps back to `initial_value` when it reaches `reset_value`.
+transaction holds (on MariaDB also a row another transaction has just created). A row is created on first use,
+counting from `initial_value`; with `reset_value`, it wraps back to `initial_value` when it reaches `reset_value`:
+a row without a wrap of its own (carried over from django-sequences) takes the call's, one with another refuses it
+(compat/wrap.py).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from django.db import connections, transaction
 from django.utils import timezone
 
 from django_segment_seq.allocator.blocks import Row
+from django_segment_seq.compat import wrap
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.columns import BIGINT_MAX
 from django_segment_seq.db.routing import sequence_database
@@ -120,15 +123,22 @@ def _take(name: str, initial_value: int, reset_value: int | None, count: int, no
     with transaction.atomic(using=alias, savepoint=False):
         if count == 0:
             return range(0)
-        _create_if_missing(alias, name, initial_value, reset_value)
+        _create_if_missing(alias, name, initial_value, reset_value, nowait)
+        if reset_value is not None:
+            wrap.agree(alias, name, initial_value, reset_value, nowait=nowait)
         block = take_block_locked(alias, name, count, nowait=nowait)
         if block is None:  # pragma: no cover - created above, in this transaction
             raise SequenceNotFound(name, alias)
     return range(block.first, block.last + 1)
 
 
-def _create_if_missing(alias: str, name: str, initial_value: int, reset_value: int | None) -> None:
-    """INSERT the row if it is missing: counting from initial_value, wrapping before reset_value."""
+def _create_if_missing(alias: str, name: str, initial_value: int, reset_value: int | None, nowait: bool) -> None:
+    """INSERT the row if it is missing: counting from initial_value, wrapping before reset_value.
+
+    With nowait on MariaDB the row is read with a locking read that fails at once on a row another transaction
+    has just inserted, as django-sequences' SELECT ... FOR UPDATE NOWAIT does there; a plain read would not see
+    that row, and the INSERT would wait for the other transaction.
+    """
     connection = connections[alias]
     sql = statements_for(connection)
     top = BIGINT_MAX if reset_value is None else reset_value - 1
@@ -139,7 +149,8 @@ def _create_if_missing(alias: str, name: str, initial_value: int, reset_value: i
             cursor.execute(sql.take_write_lock, [name])  # SQLite: the write lock before any read, or a deadlock
         # Read first: an INSERT that meets a row another transaction has changed waits for that transaction
         # (PostgreSQL), which nowait=True must not do.
-        cursor.execute(sql.select_row, [name])
+        locking = nowait and connection.vendor == "mysql"
+        cursor.execute(sql.lock_row_nowait if locking else sql.select_row, [name])
         if cursor.fetchone() is not None:
             return
         cursor.execute(

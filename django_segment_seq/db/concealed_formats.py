@@ -25,6 +25,15 @@ def select_key_id(connection: BaseDatabaseWrapper) -> str:
     )
 
 
+def select_formats(connection: BaseDatabaseWrapper) -> str:
+    """Every format recorded for a sequence name, with its key fingerprint, oldest first."""
+    quote = connection.ops.quote_name
+    return (
+        f"SELECT {quote('format')}, {quote('key_id')} FROM {quote(ConcealedFormat._meta.db_table)} "
+        f"WHERE {quote('sequence_name')} = %s ORDER BY {quote('recorded')}, {quote('id')}"
+    )
+
+
 class ConcealedFormat(models.Model):
     """A concealed format of a sequence and the fingerprint of the key its texts were made under."""
 

@@ -178,30 +178,26 @@ def mysql_lock_wait(seconds: float) -> int:
     return max(1, -int(-seconds // 1))
 
 
-# PostgreSQL: whether the caller's own transaction holds the row, from the row's xmin and xmax and the
-# transaction status of each (pg_locks lists no subtransaction once its savepoint is released). A row
-# version the caller sees whose creator is still in progress was created or updated by the caller's
-# own transaction: no other's uncommitted version is visible. A locker still in progress is the
-# caller's if the caller can lock the row too (FOR UPDATE NOWAIT conflicts with every other lock)
-# while that locker is still in progress; the probe's savepoint is rolled back, releasing a lock it took.
-# An xid is made a full xid8 with the epoch of the current snapshot (live xids lie within 2^31 of it).
+# PostgreSQL: whether the caller's own transaction created or updated the row: a row version the caller sees
+# whose creator (xmin) is still in progress is the caller's own, since no other's uncommitted version is
+# visible. An xid is made a full xid8 with the epoch of the current snapshot (live xids lie within 2^31 of it).
+# The row's xmax is never read: it may be a MultiXact id (several lockers, or one transaction's locks of
+# two strengths), which no xid function can read; who holds a lock is asked of a waiting probe instead.
 _XID8 = (
     "(((t.top >> 32) - CASE WHEN {x}::text::bigint - (t.top & 4294967295) > 2147483648 THEN 1 ELSE 0 END) << 32"
     " | {x}::text::bigint)::text::xid8"
 )
 _IN_PROGRESS = "CASE WHEN {x}::text::bigint = 0 THEN false ELSE pg_xact_status(" + _XID8 + ") = 'in progress' END"
 _TOP = "(SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS top) t"
-PG_ROW_XACTS = (
-    "SELECT "
-    + _IN_PROGRESS.replace("{x}", "s.{xmin}")
-    + ", s.{xmax}::text::bigint, "
-    + _IN_PROGRESS.replace("{x}", "s.{xmax}")
-    + " FROM {table} s, "
-    + _TOP
-    + " WHERE s.{name} = %s"
+PG_ROW_CREATED_HERE = (
+    "SELECT " + _IN_PROGRESS.replace("{x}", "s.{xmin}") + " FROM {table} s, " + _TOP + " WHERE s.{name} = %s"
 )
-PG_LOCK_NOWAIT = "SELECT 1 FROM {table} WHERE {name} = %s FOR UPDATE NOWAIT"
-PG_XACT_IN_PROGRESS = "SELECT " + _IN_PROGRESS.replace("{x}", "p.x") + " FROM " + _TOP + ", (SELECT %s::bigint AS x) p"
+# PostgreSQL: a private connection waits for the row's lock as an allocation would (FOR UPDATE, as
+# SELECT_ROW_UNLESS_LOCKED), sent without waiting for its answer; pg_blocking_pids() on the caller's
+# connection then names every session it waits for, MultiXact members and sharers included.
+PG_PROBE_WAIT = "SELECT 1 FROM {table} WHERE {name} = $1 FOR UPDATE"
+PG_BLOCKERS_OF = "SELECT pg_blocking_pids(%s)"
+PG_CANCEL_BACKEND = "SELECT pg_cancel_backend(%s)"
 
 # Every column a statement names, by model field name.
 _COLUMNS = (
@@ -238,8 +234,7 @@ class Statements(NamedTuple):
     lock_row: str
     # The gapless lock of django-sequences' nowait=True: an error at once when another transaction holds the row.
     lock_row_nowait: str
-    row_xacts: str | None
-    lock_nowait: str | None
+    row_created_here: str | None
     probe_wait: str | None
 
 
@@ -273,9 +268,10 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int,
         if vendor == "mysql"
         else lock_row,
         lock_row_nowait=(SELECT_ROW if vendor == "sqlite" else SELECT_ROW + " FOR UPDATE NOWAIT").format(**names),
-        row_xacts=PG_ROW_XACTS.format(xmin="xmin", xmax="xmax", **names) if vendor == "postgresql" else None,
-        lock_nowait=PG_LOCK_NOWAIT.format(**names) if vendor == "postgresql" else None,
-        probe_wait=MYSQL_PROBE_WAIT.format(**names) if vendor == "mysql" else None,
+        row_created_here=PG_ROW_CREATED_HERE.format(xmin="xmin", **names) if vendor == "postgresql" else None,
+        probe_wait={"mysql": MYSQL_PROBE_WAIT, "postgresql": PG_PROBE_WAIT}[vendor].format(**names)
+        if vendor in ("mysql", "postgresql")
+        else None,
     )
 
 

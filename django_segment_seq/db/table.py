@@ -14,7 +14,8 @@ from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from django_segment_seq.db.columns import BIGINT_MAX, BIGINT_MIN, concrete_field, server_history_field
+from django_segment_seq.db.columns import BIGINT_MAX, concrete_field, server_history_field
+from django_segment_seq.db.limits import Limits
 from django_segment_seq.db.rownames import NAME_MAX_LENGTH, validate_sequence_name
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence as SequenceOf
 
     from django.db.models.expressions import Combinable
-    from django_stubs_ext import StrOrPromise
 
     # The stubs' value types, plus None: an empty value is filled at save.
     _IntegerBase = models.BigIntegerField[float | int | str | Combinable | None, int]
@@ -148,70 +148,9 @@ class Sequence(models.Model):
 
     def clean(self) -> None:
         """Refuse limits that contradict each other or the numbers handed out, each on the field that was edited."""
-        errors: dict[str, list[ValidationError]] = {}
         changed = self.changed_fields()
-
-        def refuse(field: str, message: StrOrPromise, **params: Any) -> None:
-            errors.setdefault(field, []).append(ValidationError(message, params=params))
-
-        def edited(*fields: str) -> str:
-            """Of the fields a rule involves, the first one edited (the first one if none was)."""
-            return next((field for field in fields if field in changed), fields[0])
-
-        if self.min_value is not None and self.min_value <= BIGINT_MIN:
-            refuse("min_value", _("The minimum must be greater than %(limit)d."), limit=BIGINT_MIN)
-        if self.step is not None and self.step < 1:
-            refuse("step", _("The step must be at least 1."))
-        stored = self.stored_value()
-        value_edited = "value" in changed
-        if self.value is not None and value_edited and stored is not None and self.value < stored:
-            refuse(
-                "value",
-                _("The value can only move forward: numbers up to %(stored)d were already handed out."),
-                stored=stored,
-            )
-        if self.max_value is not None:
-            if stored is not None and self.max_value < stored:
-                refuse(
-                    "max_value",
-                    _("The maximum must not be below the value: numbers up to %(value)d were already handed out."),
-                    value=stored,
-                )
-            elif self.value is not None and self.max_value < self.value:
-                if edited("value", "max_value") == "value":
-                    refuse("value", _("The value must not exceed the maximum (%(max)d)."), max=self.max_value)
-                else:
-                    refuse(
-                        "max_value",
-                        _("The maximum must not be below the value: numbers up to %(value)d were already handed out."),
-                        value=self.value,
-                    )
-        if self.min_value is not None and self.max_value is not None:
-            span = self.max_value - self.min_value + 1
-            if self.min_value >= self.max_value:
-                if edited("max_value", "min_value") == "max_value":
-                    refuse("max_value", _("The maximum must be greater than the minimum."))
-                else:
-                    refuse("min_value", _("The minimum must be less than the maximum."))
-            elif self.step is not None and self.step > span:
-                # One error per field here: an error already on it (numbers handed out) says more.
-                field = edited("step", "max_value", "min_value")
-                if field == "step":
-                    refuse(
-                        "step",
-                        _("The step must not exceed the numbers between minimum and maximum (%(span)d)."),
-                        span=span,
-                    )
-                elif field not in errors:
-                    refuse(
-                        field,
-                        _(
-                            "Minimum and maximum must leave at least as many numbers as the step (%(step)d), "
-                            "not %(span)d."
-                        ),
-                        step=self.step,
-                        span=span,
-                    )
+        limits = Limits(self.value, self.step, self.min_value, self.max_value, self.stored_value(), changed)
+        errors = limits.refusals()
         if errors:
             raise ValidationError(errors)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.apps import apps
+from django.core.management.base import CommandError
 
+from django_segment_seq.exceptions import ConcealKeyChanged
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.flow import key_ledger
 
@@ -22,4 +24,17 @@ def concealed_formats() -> list[tuple[str, str]]:
 
 def record_at_migrate(using: str, **kwargs: Any) -> None:
     """post_migrate receiver: a deploy with a changed key and unchanged formats stops here, before any number."""
-    key_ledger.record(using, concealed_formats())
+    try:
+        key_ledger.record(using, concealed_formats())
+    except ConcealKeyChanged as exc:
+        raise ConcealKeyChangedAtMigrate(exc) from None
+
+
+class ConcealKeyChangedAtMigrate(ConcealKeyChanged, CommandError):
+    """ConcealKeyChanged as `migrate` raises it: also a CommandError, so manage.py prints its message and exits 1
+    instead of a traceback, and a caller of call_command("migrate") still catches ConcealKeyChanged."""
+
+    def __init__(self, refused: ConcealKeyChanged) -> None:
+        Exception.__init__(self, *refused.args)
+        self.__dict__.update(vars(refused))  # name, format and whatever else the refusal carries
+        self.returncode = 1

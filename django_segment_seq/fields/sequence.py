@@ -13,14 +13,13 @@ from django_segment_seq.api import next_value
 from django_segment_seq.db.columns import concrete_field, empty_key_part, filled_at_save
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import NAME_MAX_LENGTH, period_row_name
-from django_segment_seq.fields.checks import SequenceFieldChecks
+from django_segment_seq.fields.checks.field import SequenceFieldChecks
 from django_segment_seq.fields.managers import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
 from django_segment_seq.flow import formats as formatting
-from django_segment_seq.flow import key_ledger
+from django_segment_seq.flow import key_ledger, parsing
 from django_segment_seq.flow.checkdigits import CheckDigitValidator
 from django_segment_seq.flow.derived import take
 from django_segment_seq.flow.formats import FlowFormat
-from django_segment_seq.flow.parsing import FormatParser
 from django_segment_seq.flow.resets import ResetOption
 from django_segment_seq.flow.scopes import scope_key
 
@@ -128,11 +127,12 @@ class FormattedSequenceField(SequenceFieldChecks, _TextBase):
         super().__init__(*args, **kwargs)
 
     def reveal(self, text: str) -> int:
-        """The sequence number behind one of this field's texts, concealed or not; ValueError for another shape."""
-        number = FormatParser(self.flow).number(text)
-        if number is None:
-            raise ValueError(f"{text!r} is not a text {self.model._meta.label}.{self.name}'s format makes")
-        return number
+        """The sequence number behind one of this field's texts, concealed or not, written exactly as the format
+        writes it; ValueError for anything else, ConcealKeyChanged when the key that made it is not configured."""
+        try:
+            return parsing.reveal(self.flow, text)
+        except ValueError as exc:
+            raise ValueError(f"{self.model._meta.label}.{self.name}: {exc}") from None
 
     def deconstruct(self) -> tuple[str, str, SequenceOf[Any], dict[str, Any]]:
         name, _path, args, kwargs = super().deconstruct()

@@ -28,18 +28,18 @@ class ConcealUnavailable(ImportError):
     """The `ff3` package, which computes the permutation, is not installed."""
 
 
-def key_problem(key: Any) -> str | None:
+def key_problem(key: Any, setting: str = "SEGMENT_SEQ['CONCEAL_KEY']") -> str | None:
     """Why `key` cannot be a CONCEAL_KEY, or None when it can: 32, 48 or 64 hex digits (AES-128, -192, -256)."""
     if key in (None, ""):
-        return "SEGMENT_SEQ['CONCEAL_KEY'] is not set"
+        return f"{setting} is not set"
     if not isinstance(key, str):
-        return f"SEGMENT_SEQ['CONCEAL_KEY'] must be a string of hex digits, not {type(key).__name__}"
+        return f"{setting} must be a string of hex digits, not {type(key).__name__}"
     try:
         bytes.fromhex(key)
     except ValueError:
-        return "SEGMENT_SEQ['CONCEAL_KEY'] is not made of hex digits"
+        return f"{setting} is not made of hex digits"
     if len(key) not in KEY_HEX_LENGTHS:
-        return f"SEGMENT_SEQ['CONCEAL_KEY'] has {len(key)} hex digits; an AES key has 32, 48 or 64"
+        return f"{setting} has {len(key)} hex digits; an AES key has 32, 48 or 64"
     return None
 
 
@@ -50,6 +50,19 @@ def current_key(sequence_name: str) -> str:
     if problem is not None:
         raise SequenceMisconfigured(sequence_name, f"{problem}, so its concealed numbers cannot be made or read back")
     return str(key)
+
+
+def usable_keys() -> dict[str, str]:
+    """The keys texts may be revealed under, by fingerprint: CONCEAL_KEY, then each of CONCEAL_KEY_FALLBACKS (the
+    malformed ones left out: system check E052 reports them)."""
+    configured = app_settings()
+    fallbacks = configured.get("CONCEAL_KEY_FALLBACKS") or ()
+    candidates = [configured.get("CONCEAL_KEY"), *(fallbacks if isinstance(fallbacks, (list, tuple)) else ())]
+    keys: dict[str, str] = {}
+    for key in candidates:
+        if key_problem(key) is None:
+            keys.setdefault(key_id(key), key)
+    return keys
 
 
 def key_id(key: str) -> str:
@@ -65,7 +78,8 @@ def tweak_of(sequence_name: str) -> str:
 @lru_cache(maxsize=64)
 def _cipher(key: str, tweak: str) -> Any:
     try:
-        from ff3 import FF3Cipher  # optional: only projects that conceal numbers install ff3
+        # Optional (only projects that conceal install ff3) and untyped: a user's mypy ignores it, installed or not.
+        from ff3 import FF3Cipher  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError as exc:
         raise ConcealUnavailable(
             "conceal=True needs the ff3 package: pip install 'django-segment-seq[conceal]'"
@@ -90,6 +104,7 @@ class Concealment:
         """The number shown in place of `number`."""
         return int(_cipher(current_key(self.sequence_name), self.tweak).encrypt(self._digits(number)))
 
-    def reveal(self, shown: int) -> int:
-        """The number that conceal() showed as `shown`."""
-        return int(_cipher(current_key(self.sequence_name), self.tweak).decrypt(self._digits(shown)))
+    def reveal(self, shown: int, key: str | None = None) -> int:
+        """The number that conceal() showed as `shown`, under `key` (by default the one configured now)."""
+        key = current_key(self.sequence_name) if key is None else key
+        return int(_cipher(key, self.tweak).decrypt(self._digits(shown)))

@@ -1,7 +1,9 @@
-"""Which key each concealed format was made under: recorded at migrate, compared before a process conceals.
+"""Which key each concealed format was made under: recorded at migrate, compared before a process conceals, and
+looked up before a text is revealed.
 
 A permutation under a new key maps new numbers onto texts the old key already showed, so a format that stays
-the same under a changed key is refused with ConcealKeyChanged; a changed format starts a record of its own.
+the same under a changed key is refused with ConcealKeyChanged; a changed format starts a record of its own. A text
+is revealed only under the key its format was recorded with: CONCEAL_KEY or one of CONCEAL_KEY_FALLBACKS.
 """
 
 from __future__ import annotations
@@ -11,9 +13,9 @@ from collections.abc import Iterable
 from django.db import DatabaseError, connections, router
 
 from django_segment_seq.allocator.connections import pool
-from django_segment_seq.db.concealed_formats import ConcealedFormat, format_digest, select_key_id
+from django_segment_seq.db.concealed_formats import ConcealedFormat, format_digest, select_formats, select_key_id
 from django_segment_seq.exceptions import ConcealKeyChanged, SequenceUnavailable
-from django_segment_seq.flow.concealing import current_key, key_id
+from django_segment_seq.flow.concealing import current_key, key_id, usable_keys
 
 # (alias, sequence name, format, key fingerprint) this process has compared with the record.
 _verified: set[tuple[str, str, str, str]] = set()
@@ -44,6 +46,39 @@ def verify(alias: str, name: str, format: str) -> None:
     if recorded is not None and recorded != current:
         raise ConcealKeyChanged(name, format)
     _verified.add((alias, name, format, current))
+
+
+def key_for(alias: str, name: str, format: str) -> str:
+    """The key the texts of `format` were concealed under: the recorded one, found among CONCEAL_KEY and
+    CONCEAL_KEY_FALLBACKS (the current key for a format never recorded); ConcealKeyChanged when it is neither."""
+    try:
+        recorded = _recorded_key_id(alias, name, format_digest(format))
+    except DatabaseError as exc:
+        raise SequenceUnavailable(name, alias, 1, exc) from exc
+    if recorded is None:
+        return current_key(name)
+    key = usable_keys().get(recorded)
+    if key is None:
+        raise ConcealKeyChanged(name, format, reading=True)
+    return key
+
+
+def former_formats(alias: str, name: str, format: str) -> list[str]:
+    """The other formats recorded for the sequence `name`, oldest first: texts handed out before a format change."""
+    try:
+        return [found for found, _key in _recorded_formats(alias, name) if found != format]
+    except DatabaseError as exc:
+        raise SequenceUnavailable(name, alias, 1, exc) from exc
+
+
+def _recorded_formats(alias: str, name: str) -> list[tuple[str, str]]:
+    """(format, key fingerprint) of each record of `name`, read as _recorded_key_id reads."""
+    if connections[alias].vendor == "sqlite":
+        rows = ConcealedFormat.objects.using(alias).filter(sequence_name=name).order_by("recorded", "id")
+        return list(rows.values_list("format", "key_id"))
+    with pool.borrow(alias) as private, private.cursor() as cursor:
+        cursor.execute(select_formats(private), [name])
+        return [(str(found), str(key)) for found, key in cursor.fetchall()]
 
 
 def _recorded_key_id(alias: str, name: str, digest: str) -> str | None:

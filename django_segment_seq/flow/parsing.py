@@ -6,6 +6,9 @@ import re
 import string
 from datetime import datetime
 
+from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.exceptions import ConcealKeyChanged
+from django_segment_seq.flow import key_ledger
 from django_segment_seq.flow.formats import SPEC, FlowFormat
 
 # strftime directives whose output has a known shape; a format using any other one cannot be read back.
@@ -49,9 +52,13 @@ class FormatParser:
 
     With `moment`, `{date}` must show exactly that instant's date (the texts of one period); without
     it, any date of the spec's shape matches. `{instance.…}` matches any text, as short as possible.
+    `strict` takes only texts the format writes: each {value} as its spec writes it, check digits right. A
+    concealed number is revealed under `key`, by default the key its format was recorded with (key_ledger).
     """
 
-    def __init__(self, flow: FlowFormat, moment: datetime | None = None) -> None:
+    def __init__(
+        self, flow: FlowFormat, moment: datetime | None = None, *, strict: bool = False, key: str | None = None
+    ) -> None:
         if flow.is_callable:
             raise UnparseableFormat(
                 f"the format is a callable ({getattr(flow.source, '__qualname__', flow.source)!r}), "
@@ -66,6 +73,8 @@ class FormatParser:
         self._bases: list[tuple[int, bool]] = []  # per {value}: base, and whether it carries a 0x-style prefix
         self._dates = 0  # {date} placeholders, each read into a group d0, d1, ...
         self._periods = 0  # {period} placeholders, each read into a group p0, p1, ...
+        self._specs: list[str] = []  # per {value}: its spec, to compare a strict text with what the spec writes
+        self.instance_fields: list[tuple[str, str, str | None]] = []  # per {instance.…}: field, spec, conversion
         pattern: list[str] = []
         leading = True
         for literal, field, spec, _conversion in string.Formatter().parse(self.source):
@@ -87,15 +96,21 @@ class FormatParser:
                 self._dates += 1
             elif field == "value":
                 pattern.append(f"(?P<v{len(self._bases)}>{self._value_pattern(spec or '')})")
+                self._specs.append(spec or "")
             elif field == "period":
                 pattern.append(f"(?P<p{self._periods}>.*?)")
                 self._periods += 1
             else:
-                pattern.append(".*?")
-        if flow.check_width:  # stripped, not verified: a stored text is what was handed out, right or wrong
+                pattern.append(f"(?P<i{len(self.instance_fields)}>.*?)")
+                self.instance_fields.append((field, spec or "", _conversion))
+        if flow.check_width:  # stripped; verified only when strict: a stored text is what was handed out
             pattern.append(f"[0-9]{{{flow.check_width}}}")
         self._regex = re.compile("".join(pattern), re.DOTALL)
         self._concealment = flow.concealment
+        self._strict = strict
+        self._check_digits = flow.check_digits if strict else None
+        self._key = key
+        self._key_error: ConcealKeyChanged | None = None
 
     def _date_pattern(self, spec: str) -> str:
         if not spec:  # str(datetime): date, time, optional microseconds and offset
@@ -131,10 +146,8 @@ class FormatParser:
 
     def parts(self, text: str | None) -> tuple[int, tuple[str, ...], tuple[str, ...]] | None:
         """The number in `text` and the texts its {date} and {period} placeholders show there, in the format's order;
-        None when the text was not made by this format."""
-        if not text:
-            return None
-        found = self._regex.fullmatch(text)
+        None when the text was not made by this format. ConcealKeyChanged when the key that made it is unknown."""
+        found = self._match(text)
         if found is None:
             return None
         numbers = []
@@ -146,12 +159,75 @@ class FormatParser:
             if not digits:
                 return None
             numbers.append(sign * int(digits, base))
+            if self._strict and format(numbers[-1], self._specs[index]) != raw:
+                return None  # "5" for {value:05d}, "+5", "005": not how the format writes the number
         if len(set(numbers)) != 1:
             return None  # two {value}s that disagree: not a text this format made
         if self._concealment is not None:
-            try:
-                numbers = [self._concealment.reveal(numbers[0])]
-            except ValueError:
+            if not 0 <= numbers[0] < 10**self._concealment.width:
                 return None  # more digits than the permutation's: not a text this format made
+            numbers = [self._concealment.reveal(numbers[0], self.key())]
         dates = tuple(found[f"d{index}"] for index in range(self._dates))
         return numbers[0], dates, tuple(found[f"p{index}"] for index in range(self._periods))
+
+    def instance_texts(self, text: str | None) -> tuple[str, ...] | None:
+        """What each {instance.…} placeholder shows in `text`, in the format's order (see instance_fields)."""
+        found = self._match(text)
+        return None if found is None else tuple(found[f"i{index}"] for index in range(len(self.instance_fields)))
+
+    def _match(self, text: str | None) -> re.Match[str] | None:
+        if not text or not isinstance(text, str):
+            return None
+        if self._check_digits is not None and not self._check_digits.is_valid(text):
+            return None  # a mistyped reference, not a text this format made
+        return self._regex.fullmatch(text)
+
+    def key(self) -> str:
+        """The key this format's texts were concealed under; asked of the ledger once, ConcealKeyChanged when the
+        key is configured neither as CONCEAL_KEY nor among CONCEAL_KEY_FALLBACKS."""
+        if self._key_error is not None:
+            raise self._key_error
+        if self._key is None:
+            name = self._concealment.sequence_name if self._concealment is not None else ""
+            try:
+                self._key = key_ledger.key_for(sequence_database(), name, self.source)
+            except ConcealKeyChanged as exc:
+                self._key_error = exc
+                raise
+        return self._key
+
+
+def parsers_of(flow: FlowFormat, *, strict: bool = False) -> list[FormatParser]:
+    """Parsers of a field's format and, for a concealed one, of every format its sequence was recorded with before
+    (a changed format keeps its old texts readable under their own key); UnparseableFormat for the field's own."""
+    parsers = [FormatParser(flow, strict=strict)]
+    if flow.concealment is None:
+        return parsers
+    name = flow.concealment.sequence_name
+    check = flow.check_digits.name if flow.check_digits is not None else None
+    for source in key_ledger.former_formats(sequence_database(), name, flow.source):
+        former = FlowFormat(source, check_digits=check, conceal_as=name)
+        try:
+            parsers.append(FormatParser(former, strict=strict))
+        except UnparseableFormat:
+            continue
+    return parsers
+
+
+def reveal(flow: FlowFormat, text: object) -> int:
+    """The number behind one text the format (or a format its sequence had before) makes, exactly as it writes it;
+    ValueError for anything else, ConcealKeyChanged when the key that made it is no longer configured."""
+    if not isinstance(text, str):
+        raise ValueError(f"{text!r} is a {type(text).__name__}, not a text; reveal() reads the texts a format makes")
+    refused: ConcealKeyChanged | None = None
+    for parser in parsers_of(flow, strict=True):
+        try:
+            parts = parser.parts(text)
+        except ConcealKeyChanged as exc:
+            refused = refused or exc
+            continue
+        if parts is not None:
+            return parts[0]
+    if refused is not None:
+        raise refused
+    raise ValueError(f"{text!r} is not a text its format {flow.source!r} makes")

@@ -19,6 +19,8 @@ def as_dict(report: GapReport) -> dict[str, Any]:
         "voided": report.voided_count,
         "unexplained": report.unexplained_count,
         "unreadable": report.unreadable,
+        "unreadable_why": report.key_missing or None,
+        "repeated": report.repeated,
         "series": [series_dict(series) for series in report.series],
     }
 
@@ -31,6 +33,7 @@ def series_dict(series: Series) -> dict[str, Any]:
         "first": series.first,
         "highest": series.highest,
         "stored": series.stored,
+        "repeated": series.repeated,
         "voided_count": series.voided_count,
         "unexplained_count": series.unexplained_count,
         "voided": [{"first": run.span.first, "last": run.span.last, "reason": run.reason} for run in series.voided],
@@ -40,12 +43,16 @@ def series_dict(series: Series) -> dict[str, Any]:
 
 def lines(report: GapReport) -> list[str]:
     """The report as text: a heading per series, its voided runs with their reasons, its unexplained runs."""
+    found = []
     if report.unreadable:
-        found = [f"{report.unreadable} stored values do not match the field's format and were ignored."]
-    else:
-        found = []
+        found.append(
+            f"{report.unreadable} stored texts could not be read back (not made by the field's format, or concealed "
+            "under a key no longer configured) and are in no series below."
+        )
+    if report.key_missing:
+        found.append(report.key_missing)
     if not report.series:
-        return [*found, f"{report.label}: no numbers stored."]
+        return [*found, f"{report.label}: no numbers {'read back' if report.unreadable else 'stored'}."]
     for series in report.series:
         found.append(heading(series))
         width = max((len(str(run.span)) for run in series.voided), default=0)
@@ -53,8 +60,10 @@ def lines(report: GapReport) -> list[str]:
         if series.unexplained:
             wrapped = textwrap.wrap(", ".join(str(span) for span in series.unexplained), WIDTH - 15)
             found += [f"  {'unexplained' if i == 0 else ''}".ljust(15) + line for i, line in enumerate(wrapped)]
+    repeated = f", {report.repeated} stored more than once" if report.repeated else ""
+    unreadable = f", {report.unreadable} unreadable" if report.unreadable else ""
     found.append(
-        f"{report.label}: {report.voided_count} voided, {report.unexplained_count} unexplained "
+        f"{report.label}: {report.voided_count} voided, {report.unexplained_count} unexplained{repeated}{unreadable} "
         f"in {len(report.series)} series."
     )
     return found
@@ -66,8 +75,7 @@ def heading(series: Series) -> str:
     span = str(Span(series.first, series.highest)).replace(EN_DASH, f" {EN_DASH} ") if series.stored > 1 else ""
     title = ", ".join(where) or "all numbers"
     title = title[:1].upper() + title[1:]  # str.capitalize() would lower "2026-W47"
+    stored = f"{series.stored} stored" + (f" ({series.repeated} repeating a number)" if series.repeated else "")
     if not series.voided and not series.unexplained:
-        return f"{title}: {span or series.first}, {series.stored} stored; no gaps."
-    return (
-        f"{title}: {span}, {series.stored} stored; {series.voided_count} voided, {series.unexplained_count} unexplained"
-    )
+        return f"{title}: {span or series.first}, {stored}; no gaps."
+    return f"{title}: {span}, {stored}; {series.voided_count} voided, {series.unexplained_count} unexplained"

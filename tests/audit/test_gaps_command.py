@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from django_segment_seq import next_values, void
-from tests.testapp.models import Company, CompanyOrder, DailyOrder, Order, WeeklyOrder
+from tests.testapp.models import Company, CompanyOrder, DailyOrder, MonthlyTicket, Order, ShopOrder, WeeklyOrder
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -126,3 +126,49 @@ def test_a_period_or_scope_the_field_does_not_have_is_an_error():
         gaps("testapp.Order.order_no", "--period", "2026")
     with pytest.raises(CommandError, match="not scoped"):
         gaps("testapp.Order.order_no", "--scope", "company=1")
+
+
+# Issue 29, item 7. Before: LEGACY-0001 was left out (unreadable 0) and the repeated M2026-11-02 folded into
+# "4 stored" without a word.
+def test_texts_of_another_prefix_are_unreadable_and_repeats_are_said(clock):
+    texts = ["M2026-11-01", "M2026-11-02", "M2026-11-02", "M2026-11-04", "LEGACY-0001"]
+    MonthlyTicket.objects.bulk_create([MonthlyTicket(code=text) for text in texts])
+    report = json.loads(gaps("testapp.MonthlyTicket.code", "--json"))
+    assert (report["unreadable"], report["repeated"]) == (1, 1)
+    (series,) = report["series"]
+    assert (series["stored"], series["repeated"], series["unexplained"]) == (4, 1, [{"first": 3, "last": 3}])
+    text = gaps("testapp.MonthlyTicket.code").splitlines()
+    assert text[0].startswith("1 stored texts could not be read back")
+    assert text[1] == "Period 2026-11: 1 \u2013 4, 4 stored (1 repeating a number); 0 voided, 1 unexplained"
+    assert text[-1].endswith("1 unexplained, 1 stored more than once, 1 unreadable in 1 series.")
+
+
+def test_repeated_integers_are_said():
+    Order.objects.bulk_create([Order(order_no=n) for n in (1, 2, 2, 3)])
+    assert json.loads(gaps("testapp.Order.order_no", "--json"))["series"][0]["repeated"] == 1
+
+
+# Issue 29, item 10. Before: both printed "...: no numbers stored." and exited 0.
+def test_a_period_or_scope_that_names_no_series_is_a_command_error(clock):
+    DailyOrder.objects.create()
+    with pytest.raises(CommandError, match="period 'nonsense' names no series"):
+        gaps("testapp.DailyOrder.order_no", "--period", "nonsense")
+    CompanyOrder.objects.create(company=Company.objects.create(code="acme"))
+    with pytest.raises(CommandError, match="scope 'acme' names no series"):
+        gaps("testapp.CompanyOrder.number", "--scope", "acme")
+    assert "no gaps" in gaps("testapp.DailyOrder.order_no", "--period", "2026-11-22")
+
+
+# Issue 29, item 2. Before: under a changed key the three orders read as three large numbers, with millions
+# "unexplained" between them.
+def test_texts_concealed_under_a_key_not_configured_are_unreadable(settings):
+    call_command("migrate", "django_segment_seq", verbosity=0)
+    for _ in range(3):
+        ShopOrder.objects.create()
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "CONCEAL_KEY": "ffeeddccbbaa99887766554433221100"}
+    report = json.loads(gaps("testapp.ShopOrder.number", "--json"))
+    assert (report["unreadable"], report["series"], report["unexplained"]) == (3, [], 0)
+    assert "CONCEAL_KEY_FALLBACKS" in report["unreadable_why"]
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "CONCEAL_KEY_FALLBACKS": ["00112233445566778899aabbccddeeff"]}
+    report = json.loads(gaps("testapp.ShopOrder.number", "--json"))
+    assert (report["unreadable"], report["series"][0]["first"], report["series"][0]["highest"]) == (0, 1, 3)

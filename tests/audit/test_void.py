@@ -6,13 +6,23 @@ from django_segment_seq import SequenceScopeError, next_value, next_values, void
 from django_segment_seq.audit.exceptions import (
     AlreadyVoided,
     EmptyReason,
+    InvalidVoidOption,
     NeverHandedOut,
+    OtherSeries,
     UnknownField,
     UnreadableNumber,
     VoidError,
 )
 from django_segment_seq.models import VoidedNumber
-from tests.testapp.models import Company, CompanyOrder, DailyOrder, Order, WeeklyOrder
+from tests.testapp.models import (
+    CheckedInvoice,
+    Company,
+    CompanyInvoice,
+    CompanyOrder,
+    DailyOrder,
+    Order,
+    WeeklyOrder,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -163,3 +173,71 @@ def test_an_integer_field_takes_no_period():
     next_value("order")
     with pytest.raises(ValueError, match="without periods"):
         void("testapp.Order.order_no", 1, "cancelled", period="2026")
+
+
+# Issue 29, item 3: void() records only what the format makes, and no number below the minimum.
+# Before: the wrong check digit was recorded as the text given, the text without its check digit as number 0, the
+# unpadded text as 5, and the bare numbers 0 and -5 were recorded.
+@pytest.mark.parametrize(
+    ("label", "given"),
+    [
+        ("testapp.CheckedInvoice.number", "INV-2026-0000012"),  # the Luhn digit of INV-2026-000001 is 1
+        ("testapp.CheckedInvoice.number", "INV-2026-000001"),  # the check digit left off
+        ("testapp.DailyOrder.order_no", "OD202611225"),  # {value:06d} writes 000005
+        ("testapp.DailyOrder.order_no", "OD20261122+00005"),
+        ("testapp.DailyOrder.order_no", 0),
+        ("testapp.DailyOrder.order_no", -5),
+        ("testapp.Order.order_no", 0),
+        ("testapp.Order.order_no", "-5"),
+    ],
+)
+def test_what_the_format_never_made_is_refused(clock, label, given):
+    CheckedInvoice.objects.create()
+    for _ in range(6):
+        DailyOrder.objects.create()
+    Order.objects.create()
+    with pytest.raises(VoidError):
+        void(label, given, "cancelled")
+    assert not VoidedNumber.objects.exists()
+
+
+def test_a_text_with_its_check_digit_right_is_recorded(clock):
+    assert CheckedInvoice.objects.create().number == "INV-2026-0000011"
+    assert void("testapp.CheckedInvoice.number", "INV-2026-0000011", "cancelled").number == 1
+
+
+# Issue 29, item 4. Before: GLX's text voided ACME's live invoice 1 (recorded with scope company=<acme>).
+def test_a_scope_that_disagrees_with_the_text_is_refused(clock):
+    acme, globex = Company.objects.create(code="ACME"), Company.objects.create(code="GLX")
+    CompanyInvoice.objects.create(company=acme)
+    text = CompanyInvoice.objects.create(company=globex).number
+    assert text == "INV-GLX-2026-00001"
+    with pytest.raises(OtherSeries, match="shows 'GLX'"):
+        void("testapp.CompanyInvoice.number", text, "cancelled", scope={"company": acme})
+    with pytest.raises(OtherSeries):
+        void("testapp.CompanyInvoice.number", text, "cancelled", scope=f"company={acme.pk}")
+    assert not VoidedNumber.objects.exists()
+    record = void("testapp.CompanyInvoice.number", text, "cancelled", scope={"company": globex})
+    assert record.scope == f"company={globex.pk}"
+
+
+# Issue 29, item 10. Before: a 151-character user raised a raw DataError on MariaDB and PostgreSQL (SQLite stored
+# it), and using="nope" was accepted.
+def test_a_user_too_long_and_an_unknown_database_are_refused():
+    next_value("order")
+    with pytest.raises(InvalidVoidOption, match="at most 150"):
+        void("testapp.Order.order_no", 1, "cancelled", user="u" * 151)
+    with pytest.raises(InvalidVoidOption, match="'nope'"):
+        void("testapp.Order.order_no", 1, "cancelled", using="nope")
+    assert not VoidedNumber.objects.exists()
+    assert void("testapp.Order.order_no", 1, "cancelled", user="u" * 150).voided_by == "u" * 150
+
+
+def test_the_void_names_are_importable_from_the_package():
+    import django_segment_seq
+    from django_segment_seq import VoidedNumber as FromTop
+    from django_segment_seq import VoidError as TopError
+
+    assert (FromTop, TopError) == (VoidedNumber, VoidError)
+    for name in ("void", "AlreadyVoided", "EmptyReason", "NeverHandedOut", "UnknownField", "UnreadableNumber"):
+        assert name in django_segment_seq.__all__

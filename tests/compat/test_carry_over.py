@@ -2,6 +2,7 @@
 handed out numbers: created or moved forward, never lowered, all or nothing, its table left as it was."""
 
 import io
+import re
 
 import pytest
 import sequences as django_sequences
@@ -50,10 +51,48 @@ def test_rows_are_created_moved_forward_and_never_lowered():
 def test_a_name_refused_here_stops_everything_before_anything_is_written():
     django_sequences.get_next_value("fine")
     django_sequences.get_next_value("   ")  # django-sequences takes a blank name; a Sequence row cannot
-    with pytest.raises(CommandError, match=r"cannot be carried over.*'   '.*Nothing was changed"):
+    with pytest.raises(CommandError, match=r"cannot be carried over.*'   '.*[^.]\. Nothing was changed\.$"):
         command()
     assert not Sequence.objects.filter(name="fine").exists()
 
 
 def test_nothing_to_carry():
     assert "holds no rows" in command()
+
+
+def test_an_imported_sequence_wraps_where_django_sequences_would():
+    assert [django_sequences.get_next_value("wrap", reset_value=4) for _ in range(2)] == [1, 2]
+    report = command()
+    assert re.search(r"^wrap +2 +create +unknown$", report, re.MULTILINE), report
+    assert "Wrap unknown for 1 of 1 rows" in report
+    theirs = [django_sequences.get_next_value("wrap", reset_value=4) for _ in range(5)]
+    # Before: 3, 4, 5, 6, 7 - the imported row had no maximum, and the call's reset_value was not looked at.
+    ours = [get_next_value("wrap", reset_value=4) for _ in range(5)]
+    assert ours == theirs == [3, 1, 2, 3, 1]
+
+
+def test_an_imported_row_past_the_call_s_reset_value_wraps_at_once():
+    django_sequences.get_next_values(10, "late")
+    command()
+    calls = [("late", 0, 5)] * 6
+    assert [get_next_value(*call) for call in calls] == [django_sequences.get_next_value(*call) for call in calls]
+    assert get_next_value("late", 0, 5) == 1  # before: 11, 12, ... from the first call on
+
+
+def test_a_row_that_wraps_here_already_keeps_its_wrap():
+    django_sequences.get_next_value("kept", reset_value=10)
+    Sequence.objects.create(name="kept", max_value=9, cycle=True)
+    report = command()
+    assert re.search(r"^kept +1 +0 +move +kept$", report, re.MULTILINE), report
+    assert "Wrap unknown" not in report
+
+
+def test_a_maximum_below_django_sequences_last_value_is_a_command_error():
+    django_sequences.get_next_values(100, "small")
+    Sequence.objects.create(name="small", value=2, max_value=50)
+    # Before: a ValidationError traceback ("The value must not exceed the maximum.").
+    with pytest.raises(CommandError, match=r"'small': its maximum here, 50, is below django-sequences' last value 100"):
+        command("--dry-run")
+    with pytest.raises(CommandError, match=r"segment_seq set small --max N\)\. Nothing was changed\.$"):
+        command()
+    assert Sequence.objects.get(name="small").value == 2

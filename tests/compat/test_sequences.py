@@ -10,6 +10,7 @@ from django.db import DatabaseError, connection, connections, transaction
 
 from django_segment_seq.compat import sequences
 from django_segment_seq.compat.sequences import Sequence, delete, get_last_value, get_next_value, get_next_values
+from django_segment_seq.compat.wrap import ResetValueConflict
 from django_segment_seq.db.table import Sequence as SequenceRow
 from tests.conftest import assert_unique
 
@@ -28,6 +29,28 @@ def test_initial_value_and_reset_value():
     assert [get_next_value("r", initial_value=0, reset_value=3) for _ in range(5)] == [0, 1, 2, 0, 1]
     with pytest.raises(ValueError, match="reset_value must be greater than initial_value"):
         get_next_value("bad", initial_value=5, reset_value=5)
+
+
+def test_a_wrap_unlike_the_row_s_is_refused_and_takes_nothing():
+    assert [get_next_value("r4", reset_value=4) for _ in range(2)] == [1, 2]
+    # Before: each of these was handed the row's own next number, 3, without a word.
+    with pytest.raises(ResetValueConflict, match=r"reset_value=5, but its row has min_value 1, max_value 3"):
+        get_next_value("r4", reset_value=5)
+    with pytest.raises(ValueError, match="initial_value=0"):
+        Sequence("r4", initial_value=0, reset_value=4).get_next_value()
+    SequenceRow.objects.create(name="capped", max_value=99)
+    with pytest.raises(ResetValueConflict, match="cycle off"):
+        get_next_value("capped", reset_value=100)
+    assert (get_last_value("r4"), get_last_value("capped")) == (2, None)
+    assert get_next_value("r4", reset_value=4) == 3
+
+
+def test_a_row_without_a_wrap_takes_the_call_s():
+    assert get_next_values(5, "plain") == range(1, 6)
+    # django-sequences keeps no wrap: called with one, it wraps where the call says, whatever came before.
+    assert [get_next_value("plain", reset_value=4) for _ in range(4)] == [1, 2, 3, 1]
+    row = SequenceRow.objects.get(name="plain")
+    assert (row.min_value, row.max_value, row.cycle) == (1, 3, True)
 
 
 def test_batches():
@@ -105,6 +128,28 @@ def test_a_second_connection_queues_behind_the_first(first_access, commit):
     thread.join(30)
     assert not thread.is_alive()
     assert outcome == {"value": base + 2 if commit else base + 1}
+
+
+@pytest.mark.skipif(ON_SQLITE, reason="SQLite has no row locks: nowait has nothing to refuse")
+def test_nowait_on_first_access_does_as_django_sequences():
+    """django-sequences' test_first_access_nowait: the first transaction has just created the row when a second
+    connection asks with nowait=True. On MariaDB that is a DatabaseError at once (before: the second waited for
+    the first to commit, then got 2, or for LOCK_TIMEOUT); on PostgreSQL it gets the next number after the commit."""
+    on_mariadb = connection.vendor == "mysql"
+    with transaction.atomic():
+        assert get_next_value("first-nw") == 1
+        thread, outcome = _in_thread(get_next_value, "first-nw", nowait=True)
+        thread.join(1 if on_mariadb else 0.5)  # LOCK_TIMEOUT is 2 s
+        if on_mariadb:
+            assert not thread.is_alive(), "the nowait caller waited for the first one's transaction"
+            assert isinstance(outcome.get("error"), DatabaseError), outcome
+        else:
+            assert thread.is_alive(), "the nowait caller did not wait for the row's insert to commit"
+    thread.join(30)
+    assert not thread.is_alive()
+    if not on_mariadb:
+        assert outcome == {"value": 2}
+    assert get_next_value("first-nw") == (2 if on_mariadb else 3)
 
 
 @pytest.mark.skipif(ON_SQLITE, reason="SQLite has no row locks: nowait has nothing to refuse")

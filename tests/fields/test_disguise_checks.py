@@ -73,3 +73,43 @@ def test_the_options_are_written_to_migrations():
     kwargs = build()
     assert kwargs["conceal"] is True and kwargs["check_digits"] == "damm"
     assert "validators" not in kwargs  # the check-digit validator comes from the option, not from migrations
+
+
+def check_messages(**options):
+    """The django_segment_seq messages of a model with one SequenceField("seq", **options)."""
+
+    @isolate_apps("tests.testapp")
+    def build():
+        class Model(models.Model):
+            number = SequenceField("seq", **options)
+
+            class Meta:
+                app_label = "testapp"
+
+        return Model._meta.get_field("number").check()
+
+    return [message for message in build() if message.id.startswith("django_segment_seq")]
+
+
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("00112233445566778899aabbccddeeff\n", "whitespace around it"),
+        (" 00112233445566778899aabbccddeeff", "whitespace around it"),
+        ("00112233 445566778899aabbccddeeff", "whitespace in it"),
+    ],
+)
+def test_a_key_with_whitespace_says_so(key, said):
+    with override_settings(SEGMENT_SEQ={"CONCEAL_KEY": key}):
+        [message] = check_messages(format="OD{value:08d}", conceal=True)
+    assert message.id == "django_segment_seq.E048"
+    assert said in message.msg
+    assert "hex digits;" not in message.msg  # not "has 33 hex digits", which counts the whitespace as one
+
+
+@pytest.mark.parametrize("conceal", ["yes", 1, None, "False"])
+def test_conceal_must_be_a_bool(conceal):
+    [message] = check_messages(format="OD{value:08d}", conceal=conceal)
+    assert message.id == "django_segment_seq.E054"
+    assert f"conceal={conceal!r}" in message.msg
+    assert check_ids(conceal=conceal) == ["django_segment_seq.E054"]  # on an integer field too, before E046

@@ -48,7 +48,8 @@ def test_the_format_keeps_its_width_and_reads_back():
     texts = [fmt.render(number, None, MOMENT) for number in range(1, 200)]
     assert {len(text) for text in texts} == {18}
     assert len(set(texts)) == len(texts)
-    assert [FormatParser(fmt).number(text) for text in texts] == list(range(1, 200))
+    parser = FormatParser(fmt, key="00112233445566778899aabbccddeeff")  # no database: the key given, not looked up
+    assert [parser.number(text) for text in texts] == list(range(1, 200))
     assert fmt.cap == 99_999_999
 
 
@@ -86,3 +87,16 @@ def test_keys_refused(key, problem):
 def test_a_text_with_too_many_digits_is_not_read_back():
     fmt = FlowFormat("OD{value:08d}", conceal_as="order")
     assert FormatParser(fmt).number("OD123456789") is None
+
+
+def test_a_malformed_fallback_key_is_check_e052(settings):
+    from django.core.checks import run_checks
+
+    key = "00112233445566778899aabbccddeeff"
+    settings.SEGMENT_SEQ = {"CONCEAL_KEY": key, "CONCEAL_KEY_FALLBACKS": [OTHER_KEY, "zz", key[:30]]}
+    errors = [message for message in run_checks() if message.id.startswith("django_segment_seq")]
+    assert [message.id for message in errors] == ["django_segment_seq.E052"] * 2
+    assert "CONCEAL_KEY_FALLBACKS'][1] is not made of hex digits" in errors[0].msg
+    assert "[2] has 30 hex digits" in errors[1].msg
+    settings.SEGMENT_SEQ = {"CONCEAL_KEY": key, "CONCEAL_KEY_FALLBACKS": OTHER_KEY}  # a string, not a list
+    assert [message.id for message in run_checks()] == ["django_segment_seq.E003"]

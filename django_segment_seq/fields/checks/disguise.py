@@ -1,4 +1,4 @@
-"""The system checks of what a field adds to its texts: check digits (E043-E046) and concealment (E046-E049)."""
+"""The checks of what a format adds to its texts: check digits (E043-E046) and concealment (E044, E046-E049, E054)."""
 
 from __future__ import annotations
 
@@ -86,12 +86,25 @@ def check_digit_errors(field: SequenceFieldBase) -> list[checks.CheckMessage]:
 
 def conceal_errors(field: SequenceFieldBase) -> list[checks.CheckMessage]:
     """conceal=True has a template, the ff3 package, a usable key and a wide enough, fixed-width number."""
-    if not field.conceal:
+    if field.conceal is False:
         return []
+    if not isinstance(field.conceal, bool):
+        return [
+            checks.Error(
+                f"SequenceField conceal={field.conceal!r} must be True or False.",
+                hint="Pass conceal=True to conceal the numbers, or leave it out.",
+                obj=field,
+                id="django_segment_seq.E054",
+            )
+        ]
     errors = _needs_template(field, "conceal") or _missing_library(field, "conceal", "ff3")
-    if errors:
-        return errors
-    problem = key_problem(app_settings().get("CONCEAL_KEY"))
+    return errors or _key_errors(field) or _concealed_width_errors(field)
+
+
+def _key_errors(field: SequenceFieldBase) -> list[checks.CheckMessage]:
+    """SEGMENT_SEQ["CONCEAL_KEY"] is set (E047) to a usable AES key (E048)."""
+    key = app_settings().get("CONCEAL_KEY")
+    problem = key_whitespace_problem(key) or key_problem(key)
     if problem is not None and "not set" in problem:
         return [
             checks.Error(
@@ -110,13 +123,33 @@ def conceal_errors(field: SequenceFieldBase) -> list[checks.CheckMessage]:
                 id="django_segment_seq.E048",
             )
         ]
-    if field.flow is not None and field.flow.conceal_problem is not None:
-        return [
-            checks.Error(
-                f"SequenceField conceal=True: {field.flow.conceal_problem}.",
-                hint='Use one zero-padded decimal {value} of 6 to 18 digits, e.g. format="OD{value:08d}".',
-                obj=field,
-                id="django_segment_seq.E049",
-            )
-        ]
     return []
+
+
+def key_whitespace_problem(key: object) -> str | None:
+    """Whitespace in a key, said as such: bytes.fromhex skips it, so a key read with its newline from a file would
+    otherwise be reported as one hex digit too long."""
+    if not isinstance(key, str) or not any(character.isspace() for character in key):
+        return None
+    if not key.strip():
+        return "SEGMENT_SEQ['CONCEAL_KEY'] is only whitespace"
+    if any(character.isspace() for character in key.strip()):
+        return "SEGMENT_SEQ['CONCEAL_KEY'] has whitespace in it; a key is its hex digits alone"
+    return (
+        "SEGMENT_SEQ['CONCEAL_KEY'] has whitespace around it (a newline read with it from a file or the "
+        "environment?); a key is its hex digits alone: strip it where it is read"
+    )
+
+
+def _concealed_width_errors(field: SequenceFieldBase) -> list[checks.CheckMessage]:
+    """The format writes one zero-padded decimal {value} wide enough for FF3-1 and narrow enough for a BIGINT."""
+    if field.flow is None or field.flow.conceal_problem is None:
+        return []
+    return [
+        checks.Error(
+            f"SequenceField conceal=True: {field.flow.conceal_problem}.",
+            hint='Use one zero-padded decimal {value} of 6 to 18 digits, e.g. format="OD{value:08d}".',
+            obj=field,
+            id="django_segment_seq.E049",
+        )
+    ]

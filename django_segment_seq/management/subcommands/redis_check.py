@@ -1,4 +1,4 @@
-"""manage.py segment_seq redis-check: whether the configured Redis can carry the tier safely, before use.
+"""`segment_seq redis-check`: whether the configured Redis can carry the tier safely, before use.
 
 Asked of the server itself: a script may call INFO and finds a run_id (the fence needs both), the
 eviction policy, DEBUG, and whether a Django cache shares the database (its clear() costs a refill).
@@ -10,10 +10,26 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.management.base import CommandError
 
 from django_segment_seq.conf import redis_settings
+from django_segment_seq.management.subcommands.base import Subcommand
 from django_segment_seq.redistier import clients
 from django_segment_seq.redistier.config import problems, redis_installed
+
+
+class RedisCheck(Subcommand):
+    name = "redis-check"
+    help = "Whether the Redis of SEGMENT_SEQ['REDIS'] can carry the tier safely: asked of the server itself."
+    database_help = None
+
+    def handle(self, **options: Any) -> None:
+        found = findings()
+        for level, sentence in found:
+            self.stdout.write(f"{level.upper()}: {sentence}")
+        if any(level == "error" for level, _ in found):
+            raise CommandError("This Redis cannot carry the tier (see above).")
+
 
 RUN_ID_SCRIPT = "return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''"
 

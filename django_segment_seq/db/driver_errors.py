@@ -1,0 +1,20 @@
+"""The database's own error codes behind an error, read in one place: PostgreSQL's SQLSTATE (psycopg) and
+MySQL's error number (mysqlclient), so what a failure means is decided by codes, never by message texts."""
+
+from __future__ import annotations
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """The SQLSTATE of the psycopg error a Django database error wraps; None on the other backends."""
+    return getattr(exc.__cause__, "sqlstate", None)
+
+
+def mysql_code(exc: BaseException) -> int | None:
+    """MySQL's error number: of the mysqlclient error a Django database error wraps, or of such an error itself."""
+    args = getattr(exc.__cause__, "args", None) or exc.args
+    return args[0] if args and isinstance(args[0], int) else None
+
+
+def driver_code(exc: BaseException) -> tuple[str | None, int | None]:
+    """The SQLSTATE (psycopg) and the error number (mysqlclient) behind a Django database error."""
+    return sqlstate(exc), mysql_code(exc)

@@ -1,0 +1,162 @@
+"""A client of the ID service for Python programs that are not Django: standard library only, no Django import.
+
+RemoteSequence keeps a block of numbers in memory and fetches the next block in a background thread when
+a share of the current one is used, as the in-process cache does. A request that fails is retried a bounded
+number of times, each with a timeout; the service may have handed out the lost answer's block, which is
+then a gap, never a repeat.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+__all__ = ["RemoteError", "RemoteSequence", "RemoteUnavailable"]
+
+# Statuses worth asking again: the service is busy, restarting or its database is away.
+RETRIED = frozenset({429, 502, 503, 504})
+
+
+class RemoteError(Exception):
+    """The service refused the request for good (401, 403, 400, 404, 409): retrying would not help."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        self.status = status
+        self.body = body
+        super().__init__(f"ID service answered {status}: {body.get('detail', body)}")
+
+
+class RemoteUnavailable(Exception):
+    """No block after every attempt: the service or its database stayed away."""
+
+
+class RemoteSequence:
+    """Numbers of one sequence of an ID service: `next()` from a block held in memory, fetched ahead of time.
+
+    `url` is where the service is mounted ("https://ids.example.com/ids/"), `token` a client token,
+    `name` the sequence. `count` numbers are taken per request (at most the client's largest count);
+    the next block is fetched once `prefetch_at` of the current one is used. Each request waits at
+    most `timeout` seconds and is tried `retries` more times after a failure.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        name: str,
+        *,
+        count: int = 100,
+        timeout: float = 5.0,
+        retries: int = 3,
+        backoff: float = 0.2,
+        max_wait: float = 5.0,
+        prefetch_at: float = 0.2,
+    ) -> None:
+        self.endpoint = url.rstrip("/") + "/" + quote(name, safe="") + "/next"
+        self.token, self.name, self.count = token, name, count
+        self.timeout, self.retries, self.backoff, self.max_wait = timeout, retries, backoff, max_wait
+        self.prefetch_at = prefetch_at
+        self.lock = threading.Lock()
+        self.block: Iterator[int] = iter(())
+        self.left = 0
+        self.ahead: _Ahead | None = None
+
+    def next(self) -> int:
+        """The next number: from memory, or from the block fetched ahead, or fetched now."""
+        with self.lock:
+            if self.left == 0:
+                self.install(self.take_ahead() or self.fetch())
+            self.left -= 1
+            number = next(self.block)
+            if self.ahead is None and self.left <= self.count * (1 - self.prefetch_at) and self.prefetch_at < 1:
+                self.ahead = _Ahead(self)
+            return number
+
+    def __iter__(self) -> Iterator[int]:
+        return self
+
+    def __next__(self) -> int:
+        return self.next()
+
+    def install(self, numbers: range) -> None:
+        self.block, self.left = iter(numbers), len(numbers)
+
+    def take_ahead(self) -> range | None:
+        """The block fetched in the background, waited for; None when none was started or it failed."""
+        ahead, self.ahead = self.ahead, None
+        return ahead.result() if ahead is not None else None
+
+    def fetch(self) -> range:
+        """One block from the service, with bounded retries; RemoteError or RemoteUnavailable when there is none."""
+        problem = ""
+        for attempt in range(self.retries + 1):
+            try:
+                return self.request()
+            except urllib.error.HTTPError as exc:
+                body = _json(exc.read())
+                if exc.code not in RETRIED:
+                    raise RemoteError(exc.code, body) from None
+                problem = f"HTTP {exc.code}: {body.get('detail', '')}"
+                wait = _seconds(exc.headers.get("Retry-After")) or self.pause(attempt)
+            except (OSError, ValueError) as exc:  # URLError, timeouts, resets, a reply that is not JSON
+                problem = f"{type(exc).__name__}: {exc}"
+                wait = self.pause(attempt)
+            if attempt < self.retries:
+                time.sleep(min(wait, self.max_wait))
+        raise RemoteUnavailable(f"{self.endpoint}: no block after {self.retries + 1} attempts; last: {problem}")
+
+    def pause(self, attempt: int) -> float:
+        """Exponential back-off with jitter."""
+        return float(self.backoff * 2**attempt * (0.5 + random.random()))
+
+    def request(self) -> range:
+        data = json.dumps({"count": self.count}).encode()
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        request = urllib.request.Request(self.endpoint, data=data, headers=headers, method="POST")
+        with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            body = json.loads(response.read())
+        return range(int(body["first"]), int(body["last"]) + 1)
+
+
+class _Ahead:
+    """A block being fetched in a daemon thread; result() waits for it, None when the fetch failed."""
+
+    def __init__(self, owner: RemoteSequence) -> None:
+        self.done = threading.Event()
+        self.numbers: range | None = None
+        self.thread = threading.Thread(target=self.run, args=(owner,), daemon=True, name="RemoteSequence ahead")
+        self.thread.start()
+
+    def run(self, owner: RemoteSequence) -> None:
+        try:
+            self.numbers = owner.fetch()
+        except (RemoteError, RemoteUnavailable):
+            self.numbers = None  # the caller fetches in the foreground and sees the error itself
+        finally:
+            self.done.set()
+
+    def result(self) -> range | None:
+        self.done.wait()
+        return self.numbers
+
+
+def _json(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return {"detail": raw[:200].decode("utf-8", "replace")}
+    return body if isinstance(body, dict) else {"detail": str(body)}
+
+
+def _seconds(header: str | None) -> float | None:
+    try:
+        return float(header) if header else None
+    except ValueError:
+        return None

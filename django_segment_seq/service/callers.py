@@ -1,0 +1,137 @@
+"""Who is calling: a client by its bearer token, or a logged-in user with the permission (and a CSRF token)."""
+
+from __future__ import annotations
+
+import hmac
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q
+from django.db.models.signals import post_delete, post_save
+from django.http import HttpRequest
+from django.middleware.csrf import CsrfViewMiddleware
+from django.utils import timezone
+
+from django_segment_seq.conf import app_settings
+from django_segment_seq.service.models import Client
+from django_segment_seq.service.tokens import NO_DIGEST, Rate, allowed, digest, parse_rate
+
+PERMISSION = "django_segment_seq.use_id_service"
+# Seconds a process answers a known token from memory: a revocation or rotation made in another process
+# takes effect within this; in the same process (the admin, the command) at once, through the signals below.
+KNOWN_FOR = 2.0
+
+
+@dataclass(frozen=True)
+class Caller:
+    """What a request may do: its name in logs and metrics, its patterns (None: any), count and rate limits."""
+
+    name: str
+    client_id: int | None
+    patterns: str | None
+    max_count: int
+    rate: Rate | None
+    # The rate's counter in the cache: the client's id and its token's digest, so a client added again counts anew.
+    rate_key: str = ""
+
+    def may_take(self, target: str) -> bool:
+        return self.patterns is None or allowed(self.patterns, target)
+
+
+class NotAuthenticated(Exception):
+    """No valid token and no permitted session: one answer whatever was wrong."""
+
+
+class CsrfRefused(Exception):
+    """A session caller without a valid CSRF token."""
+
+
+def bearer_token(request: HttpRequest) -> str | None:
+    """The token of an `Authorization: Bearer` header, '' for another header, None when there is none."""
+    header = request.META.get("HTTP_AUTHORIZATION")
+    if header is None:
+        return None
+    scheme, _space, token = header.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+def client_with(token: str) -> Client | None:
+    """The live client `token` belongs to; the same query and digest comparisons whatever part of it is right."""
+    wanted = digest(token) if token else NO_DIGEST
+    now = timezone.now()
+    found = list(
+        Client.objects.filter(Q(token_digest=wanted) | Q(previous_digest=wanted), revoked_at=None).only(
+            "id", "name", "token_digest", "previous_digest", "previous_valid_until", "sequences", "max_count", "rate"
+        )[:2]
+    )
+    match = None
+    for client in found:
+        current = hmac.compare_digest(client.token_digest, wanted)
+        previous = hmac.compare_digest(client.previous_digest or NO_DIGEST, wanted)
+        in_grace = client.previous_valid_until is not None and client.previous_valid_until > now
+        if current or (previous and in_grace):
+            match = client
+    return match if token else None
+
+
+class KnownTokens:
+    """The callers of tokens found valid lately, by digest; a wrong token is never kept, so it always costs a query."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.callers: dict[str, tuple[float, Caller]] = {}
+
+    def get(self, wanted: str) -> Caller | None:
+        found = self.callers.get(wanted)
+        if found is None or found[0] < time.monotonic():
+            return None
+        return found[1]
+
+    def keep(self, wanted: str, caller: Caller, until: float) -> None:
+        with self.lock:
+            if len(self.callers) > 10_000:
+                self.callers.clear()
+            self.callers[wanted] = (until, caller)
+
+    def forget(self, **kwargs: Any) -> None:
+        with self.lock:
+            self.callers.clear()
+
+
+known = KnownTokens()
+post_save.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service_known_tokens")
+post_delete.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service_known_tokens_delete")
+
+
+def client_caller(token: str) -> Caller:
+    """The caller of a bearer token, from memory for a token found valid in the last KNOWN_FOR seconds."""
+    wanted = digest(token) if token else NO_DIGEST
+    caller = known.get(wanted) if token else None
+    if caller is not None:
+        return caller
+    client = client_with(token)
+    if client is None:
+        raise NotAuthenticated
+    rate_key = f"{client.id}-{client.token_digest[:16]}"
+    caller = Caller(client.name, client.id, client.sequences, client.max_count, parse_rate(client.rate), rate_key)
+    until = time.monotonic() + KNOWN_FOR
+    if client.token_digest != wanted and client.previous_valid_until is not None:  # an old token in its grace
+        until = min(until, time.monotonic() + (client.previous_valid_until - timezone.now()).total_seconds())
+    known.keep(wanted, caller, until)
+    return caller
+
+
+def caller_of(request: HttpRequest) -> Caller:
+    """The caller of `request`; NotAuthenticated or CsrfRefused when it may not call."""
+    token = bearer_token(request)
+    if token is not None or not hasattr(request, "user"):
+        return client_caller(token or "")
+    user = request.user
+    if not user.is_authenticated or not user.has_perm(PERMISSION):
+        client_with("")  # the same work as a wrong token
+        raise NotAuthenticated
+    if CsrfViewMiddleware(lambda _request: None).process_view(request, None, (), {}) is not None:  # type: ignore[arg-type]
+        raise CsrfRefused
+    return Caller(f"user:{user.get_username()}", None, None, app_settings()["SERVICE_USER_MAX_COUNT"], None)

@@ -1,0 +1,78 @@
+"""What a request asks for: its target (a sequence, a field's texts, Snowflake ids) and how many numbers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig, ValidationError
+from django.http import HttpRequest
+
+from django_segment_seq.db.rownames import validate_sequence_name
+
+SEQUENCE, FIELD, SNOWFLAKE = "sequence", "field", "snowflake"
+
+
+class BadRequest(Exception):
+    """The request names a bad value; `field` says which."""
+
+    def __init__(self, field: str, detail: str) -> None:
+        super().__init__(detail)
+        self.field = field
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to take from: `kind` and its name (a sequence name, a field label, a Snowflake layout)."""
+
+    kind: str
+    name: str
+
+    @property
+    def scope_name(self) -> str:
+        """The name a client's patterns are matched against."""
+        return f"snowflake:{self.name}" if self.kind == SNOWFLAKE else self.name
+
+    def check(self) -> None:
+        if self.kind == SEQUENCE:
+            try:
+                validate_sequence_name(self.name)
+            except ValidationError as exc:
+                raise BadRequest("name", " ".join(exc.messages)) from None
+
+
+def body_fields(request: HttpRequest) -> dict[str, Any]:
+    """The request's fields: the query string's, overridden by a JSON object body's or a form body's."""
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise BadRequest("body", "The body is too large.") from None
+    fields: dict[str, Any] = dict(request.GET.items())
+    if not body.strip():
+        return fields
+    if request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        try:
+            return fields | dict(request.POST.items())
+        except Exception:  # noqa: BLE001 - MultiPartParserError, a bad boundary or encoding: the body's fault
+            raise BadRequest("body", "The form body cannot be read.") from None
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("body", 'The body must be a JSON object, e.g. {"count": 10}.') from None
+    if not isinstance(data, dict):
+        raise BadRequest("body", 'The body must be a JSON object, e.g. {"count": 10}.')
+    return fields | data
+
+
+def requested_count(fields: dict[str, Any], max_count: int) -> int:
+    """`count`, 1 by default; BadRequest naming the field unless it is a whole number from 1 to `max_count`."""
+    value = fields.get("count", 1)
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 20:
+        value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadRequest("count", f"count must be a whole number from 1 to {max_count}.")
+    if value < 1 or value > max_count:
+        raise BadRequest("count", f"count is {value}; it must be from 1 to {max_count}, this client's largest count.")
+    return value

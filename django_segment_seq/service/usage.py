@@ -1,0 +1,61 @@
+"""Each client's requests, numbers and last use, added up in memory and written at most once a second per process."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from django.db.models import F
+from django.utils import timezone
+
+from django_segment_seq.service.models import Client
+
+logger = logging.getLogger("django_segment_seq.service")
+FLUSH_EVERY = 1.0
+
+
+@dataclass
+class Tally:
+    requests: int = 0
+    numbers: int = 0
+
+
+class Usage:
+    """Counts per client id since the last write; a crash loses at most the last second's counts."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.tallies: dict[int, Tally] = {}
+        self.flushed = time.monotonic()
+
+    def note(self, client_id: int, numbers: int) -> None:
+        with self.lock:
+            tally = self.tallies.setdefault(client_id, Tally())
+            tally.requests += 1
+            tally.numbers += numbers
+
+    def due(self) -> bool:
+        return bool(self.tallies) and time.monotonic() - self.flushed >= FLUSH_EVERY
+
+    def flush(self) -> None:
+        """Write the counts (sync code only); a failure keeps them for the next write."""
+        with self.lock:
+            tallies, self.tallies = self.tallies, {}
+            self.flushed = time.monotonic()
+        now = timezone.now()
+        for client_id, tally in tallies.items():
+            try:
+                Client.objects.filter(pk=client_id).update(
+                    requests=F("requests") + tally.requests, numbers=F("numbers") + tally.numbers, last_used_at=now
+                )
+            except Exception:
+                logger.warning("ID service: the usage of client %s could not be written", client_id, exc_info=True)
+                with self.lock:
+                    kept = self.tallies.setdefault(client_id, Tally())
+                    kept.requests += tally.requests
+                    kept.numbers += tally.numbers
+
+
+usage = Usage()

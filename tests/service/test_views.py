@@ -1,0 +1,397 @@
+"""The ID service in process (Django's test clients, sync and async views): every answer a caller can get."""
+
+import json
+import re
+from io import StringIO
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.cache import cache
+from django.core.management import call_command
+from django.test import AsyncClient
+from django.test import Client as HttpClient
+
+from django_segment_seq.models import Sequence
+from django_segment_seq.service.models import Client
+
+pytestmark = pytest.mark.django_db(transaction=True)
+PREFIXES = ["/ids/", "/aids/"]
+
+
+def add_client(name: str = "shop", *extra: str) -> str:
+    out = StringIO()
+    call_command(
+        "segment_seq",
+        "client",
+        "add",
+        name,
+        "--sequences",
+        "order*,testapp.Parcel.code,snowflake:*",
+        *extra,
+        stdout=out,
+    )
+    return re.findall(r"ssq_\S+", out.getvalue())[-1]
+
+
+def post(prefix: str, path: str, token: str | None, body: object = None, **headers: str):
+    if token is not None:
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    data = json.dumps(body) if body is not None else ""
+    return HttpClient().post(prefix + path, data, content_type="application/json", **headers)
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_block_is_contiguous_and_follows(prefix):
+    token = add_client()
+    first = post(prefix, "order/next", token, {"count": 10}).json()
+    second = post(prefix, "order/next", token, {"count": 5}).json()
+    assert first["name"] == "order" and first["last"] - first["first"] == 9 and first["count"] == 10
+    assert second["first"] > first["last"] and second["last"] - second["first"] == 4
+    assert second["first_text"] == str(second["first"])
+
+
+def test_async_view_serves_from_the_cache():
+    token = add_client()
+    response = pytest.importorskip("asgiref.sync").async_to_sync(AsyncClient().post)(
+        "/aids/order/next",
+        json.dumps({"count": 3}),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert response.status_code == 200 and response.json()["count"] == 3
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_count_from_form_and_query_and_default(prefix):
+    token = add_client()
+    form = HttpClient().post(prefix + "order/next", {"count": "4"}, HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert form.json()["count"] == 4
+    query = HttpClient().post(prefix + "order/next?count=3", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert query.json()["count"] == 3
+    assert post(prefix, "order/next", token).json()["count"] == 1
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_field_texts_by_label(prefix):
+    token = add_client()
+    body = post(prefix, "fields/testapp.Parcel.code/next", token, {"count": 3}).json()
+    assert body["label"] == "testapp.Parcel.code"
+    assert len(body["texts"]) == 3 and all(re.fullmatch(r"P\d{6}", text) for text in body["texts"])
+    assert len(set(body["texts"])) == 3
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_snowflakes_as_numbers_and_strings(prefix):
+    token = add_client()
+    body = post(prefix, "snowflake/classic/next", token, {"count": 5}).json()
+    assert body["id_texts"] == [str(value) for value in body["ids"]] and len(set(body["ids"])) == 5
+    js = post(prefix, "snowflake/js53/next", token, {"count": 2}).json()
+    assert all(value < 2**53 for value in js["ids"])
+    assert post(prefix, "snowflake/nope/next", token).status_code == 404
+
+
+def test_scoped_and_gapless_fields_are_refused_with_400():
+    out = StringIO()
+    call_command("segment_seq", "client", "add", "all", "--sequences", "*", stdout=out)
+    token = re.findall(r"ssq_\S+", out.getvalue())[-1]
+    scoped = post("/ids/", "fields/testapp.CompanyOrder.number/next", token)
+    assert scoped.status_code == 400 and scoped.json()["field"] == "label"
+    assert post("/ids/", "fields/testapp.CountedInvoice.number/next", token).status_code == 400
+    assert post("/ids/", "fields/testapp.Nope.number/next", token).status_code == 404
+
+
+# 401: the same answer whatever is wrong
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_401_is_one_answer_for_every_wrong_token(prefix):
+    token = add_client()
+    answers = [
+        HttpClient().post(prefix + "order/next"),
+        HttpClient().post(prefix + "order/next", HTTP_AUTHORIZATION="Basic dXNlcjpwYXNz"),
+        post(prefix, "order/next", ""),
+        post(prefix, "order/next", token[:-1]),
+        post(prefix, "order/next", token[:-4] + "AAAA"),
+        post(prefix, "order/next", "ssq_" + "x" * 43),
+        post(prefix, "order/next", token + "x"),
+    ]
+    assert {response.status_code for response in answers} == {401}
+    assert len({response.content for response in answers}) == 1
+    assert all(response["WWW-Authenticate"].startswith("Bearer") for response in answers)
+
+
+def test_revoked_token_gets_401():
+    token = add_client()
+    assert post("/ids/", "order/next", token).status_code == 200
+    call_command("segment_seq", "client", "revoke", "shop", stdout=StringIO())
+    assert post("/ids/", "order/next", token).status_code == 401
+
+
+def test_rotation_keeps_the_old_token_for_its_grace_only():
+    old = add_client()
+    out = StringIO()
+    call_command("segment_seq", "client", "rotate", "shop", "--grace", "1h", stdout=out)
+    new = re.findall(r"ssq_\S+", out.getvalue())[-1]
+    assert post("/ids/", "order/next", old).status_code == 200
+    assert post("/ids/", "order/next", new).status_code == 200
+    call_command("segment_seq", "client", "rotate", "shop", "--grace", "0", stdout=out)
+    newest = re.findall(r"ssq_\S+", out.getvalue())[-1]
+    assert post("/ids/", "order/next", new).status_code == 401
+    assert post("/ids/", "order/next", old).status_code == 401
+    assert post("/ids/", "order/next", newest).status_code == 200
+
+
+def test_only_a_digest_is_stored():
+    token = add_client()
+    client = Client.objects.get(name="shop")
+    stored = " ".join(str(value) for value in Client.objects.values_list().get(pk=client.pk))
+    assert token not in stored and token[12:] not in stored
+    assert token.startswith(client.token_start)
+
+
+# 403, 400, 429, 405, 404
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_403_outside_the_patterns(prefix):
+    token = add_client()
+    response = post(prefix, "invoice/next", token)
+    assert response.status_code == 403 and response.json()["error"] == "forbidden"
+    assert post(prefix, "fields/testapp.Order.order_no/next", token).status_code == 403
+    assert not Sequence.objects.filter(name="invoice").exists()
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"count": 1001}, "count"),
+        ({"count": 0}, "count"),
+        ({"count": -5}, "count"),
+        ({"count": "ten"}, "count"),
+        ({"count": 2.5}, "count"),
+        ({"count": True}, "count"),
+        ({"count": None}, "count"),
+        ([1, 2], "body"),
+        ("text", "body"),
+    ],
+)
+def test_400_names_the_field(prefix, body, field):
+    token = add_client()
+    response = post(prefix, "order/next", token, body)
+    assert response.status_code == 400
+    assert response.json()["field"] == field and field in response.json()["detail"]
+
+
+def test_400_for_a_body_that_is_not_json_and_a_long_name():
+    token = add_client()
+    response = HttpClient().post(
+        "/ids/order/next", b"{nope", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    assert response.status_code == 400 and response.json()["field"] == "body"
+    long_name = post("/ids/", "order" + "x" * 120 + "/next", token)
+    assert long_name.status_code == 400 and long_name.json()["field"] == "name"
+
+
+def test_max_count_is_the_clients():
+    token = add_client("small", "--max-count", "5")
+    assert post("/ids/", "order/next", token, {"count": 5}).status_code == 200
+    assert "from 1 to 5" in post("/ids/", "order/next", token, {"count": 6}).json()["detail"]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_429_past_the_rate_with_retry_after(prefix):
+    token = add_client("limited", "--rate", "3/m")
+    statuses = [post(prefix, "order/next", token).status_code for _ in range(5)]
+    assert statuses == [200, 200, 200, 429, 429]
+    response = post(prefix, "order/next", token)
+    assert 1 <= int(response["Retry-After"]) <= 60 and response.json()["retry_after"] == int(response["Retry-After"])
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_405_and_404_in_json(prefix):
+    token = add_client()
+    for method in ("get", "put", "delete", "patch"):
+        response = getattr(HttpClient(), method)(prefix + "order/next", HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert response.status_code == 405 and response.json()["error"] == "method_not_allowed"
+        assert response["Allow"] == "POST"
+    for path in ("nope", "order/next/more", "order", "a/b/c/d", ""):
+        response = HttpClient().post(prefix + path)
+        assert response.status_code == 404 and response.json()["error"] == "not_found"
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_503_with_retry_after_when_numbers_cannot_be_handed_out(prefix, monkeypatch):
+    from django_segment_seq.exceptions import SequenceUnavailable
+    from django_segment_seq.service import handout
+
+    token = add_client()
+
+    def unavailable(*args, **kwargs):
+        raise SequenceUnavailable("order", "default", 5, OSError("connection refused"))
+
+    monkeypatch.setattr(handout, "next_values", unavailable)
+    monkeypatch.setattr(handout, "anext_values", pytest.importorskip("asgiref.sync").sync_to_async(unavailable))
+    from django_segment_seq import clear_cache
+
+    clear_cache()
+    response = post(prefix, "order/next", token)
+    assert response.status_code == 503 and response["Retry-After"] == "1"
+    assert "Traceback" not in response.content.decode()
+
+
+def test_409_when_the_sequence_is_exhausted():
+    token = add_client()
+    Sequence.objects.create(name="order-small", max_value=3, step=1)
+    assert post("/ids/", "order-small/next", token, {"count": 3}).status_code == 200
+    response = post("/ids/", "order-small/next", token)
+    assert response.status_code == 409 and response.json()["error"] == "exhausted"
+
+
+# sessions
+
+
+def test_session_user_needs_the_permission_and_csrf():
+    user = User.objects.create_user("clerk", password="pw")
+    browser = HttpClient(enforce_csrf_checks=True)
+    browser.force_login(user)
+    assert browser.post("/ids/order/next").status_code == 401
+    user.user_permissions.add(Permission.objects.get(codename="use_id_service"))
+    browser = HttpClient(enforce_csrf_checks=True)
+    browser.force_login(User.objects.get(pk=user.pk))
+    refused = browser.post("/ids/order/next")
+    assert refused.status_code == 403 and refused.json()["error"] == "csrf"
+    browser.get("/ids/health")  # any page; the token comes from the cookie set below
+    from django.middleware.csrf import _get_new_csrf_string
+
+    secret = _get_new_csrf_string()
+    browser.cookies["csrftoken"] = secret
+    allowed = browser.post("/ids/order/next", HTTP_X_CSRFTOKEN=secret)
+    assert allowed.status_code == 200 and allowed.json()["count"] == 1
+
+
+# health, usage, the command
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_health(prefix):
+    response = HttpClient().get(prefix + "health")
+    assert response.status_code == 200 and response.json()["status"] == "ok"
+    assert HttpClient().post(prefix + "health").status_code == 405
+
+
+def test_usage_is_counted_and_listed(monkeypatch):
+    from django_segment_seq.service import usage
+
+    monkeypatch.setattr(usage, "FLUSH_EVERY", 0)
+    token = add_client()
+    post("/ids/", "order/next", token, {"count": 7})
+    post("/ids/", "order/next", token, {"count": 3})
+    usage.usage.flush()
+    client = Client.objects.get(name="shop")
+    assert (client.requests, client.numbers) == (2, 10) and client.last_used_at is not None
+    out = StringIO()
+    call_command("segment_seq", "client", "list", "--json", stdout=out)
+    (row,) = json.loads(out.getvalue())
+    assert row["requests"] == 2 and row["token"].startswith("ssq_") and len(row["token"]) < 20
+
+
+def test_command_refuses_a_bad_rate_and_a_second_client_of_one_name():
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match="rate"):
+        add_client("x", "--rate", "fast")
+    add_client("y")
+    with pytest.raises(CommandError, match="name"):
+        add_client("y")
+
+
+def test_each_block_is_logged_with_client_and_range(caplog):
+    token = add_client()
+    caplog.set_level("INFO", logger="django_segment_seq.service")
+    body = post("/ids/", "order/next", token, {"count": 4}).json()
+    assert f"shop took 4 of order: {body['first']}-{body['last']}" in caplog.text
+
+
+def test_401_takes_the_same_time_whatever_part_of_the_token_is_right():
+    import time
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    token = add_client()
+    variants = {
+        "none": None,
+        "random": "ssq_" + "Q" * 43,
+        "right start": token[:12] + "Q" * (len(token) - 12),
+        "all but the last": token[:-1] + ("A" if token[-1] != "A" else "B"),
+    }
+    # The same work: one query of one shape for every wrong token (only the digest it looks for differs).
+    shapes = {}
+    for name, value in variants.items():
+        with CaptureQueriesContext(connection) as queries:
+            assert post("/ids/", "order/next", value).status_code == 401
+        shapes[name] = [re.sub(r"'[0-9a-f]{64}'|%s", "?", query["sql"]) for query in queries.captured_queries]
+    assert all(len(shape) == 1 for shape in shapes.values()) and len({tuple(shape) for shape in shapes.values()}) == 1
+    # And the same time, within what a busy machine's noise allows: the fastest of many tries of each.
+    timings: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(40):  # interleaved, so a slower moment of the machine hits every variant alike
+        for name, value in variants.items():
+            started = time.perf_counter()
+            post("/ids/", "order/next", value)
+            timings[name].append(time.perf_counter() - started)
+    fastest = {name: min(values) for name, values in timings.items()}
+    assert max(fastest.values()) < 2 * min(fastest.values()), fastest
+
+
+def test_metrics_count_requests_by_client_and_status(settings):
+    pytest.importorskip("prometheus_client")
+    from prometheus_client import REGISTRY
+
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "METRICS": True}
+    token = add_client()
+
+    def sample(client: str, status: str) -> float:
+        return (
+            REGISTRY.get_sample_value("segment_seq_service_requests_total", {"client": client, "status": status}) or 0
+        )
+
+    before = (sample("shop", "200"), sample("-", "401"), sample("shop", "403"))
+    post("/ids/", "order/next", token)
+    post("/ids/", "order/next", "wrong")
+    post("/aids/", "invoice/next", token)
+    assert (sample("shop", "200"), sample("-", "401"), sample("shop", "403")) == tuple(n + 1 for n in before)
+
+
+def test_admin_shows_the_token_once_and_keeps_only_its_digest(admin_client):
+    response = admin_client.post(
+        "/admin/django_segment_seq/client/add/",
+        {"name": "billing", "sequences": "invoice*", "max_count": 100, "rate": "10/s"},
+        follow=True,
+    )
+    token = re.findall(r"ssq_[\w-]+", response.content.decode())[0]
+    client = Client.objects.get(name="billing")
+    assert client.token_digest != token and token.startswith(client.token_start)
+    assert post("/ids/", "invoice/next", token).status_code == 200
+    change = admin_client.get(f"/admin/django_segment_seq/client/{client.pk}/change/").content.decode()
+    assert token not in change and client.token_start in change
+    assert 'name="token_start"' not in change and 'name="token_digest"' not in change  # shown, never an input
+    bad = admin_client.post(
+        "/admin/django_segment_seq/client/add/", {"name": "x", "sequences": "a", "max_count": 1, "rate": "often"}
+    )
+    assert bad.status_code == 200 and "is not a rate" in bad.content.decode()
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_body_past_djangos_upload_limit_is_a_400_naming_the_body(prefix, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    token = add_client()
+    response = post(prefix, "order/next", token, {"count": 1, "padding": "x" * 2000})
+    assert response.status_code == 400 and response.json()["field"] == "body"

@@ -1,0 +1,3 @@
+from django.urls import include, path
+
+urlpatterns = [path("ids/", include("django_segment_seq.urls"))]
