@@ -75,7 +75,7 @@ LINT_REQUIREMENTS = [
 
 # The extras whose libraries the package imports, and what a user type-checking it has: mypy with
 # django-stubs, the plugin's pytest and pytest-django, and the progress bar's stubs.
-TYPED_EXTRAS = "postgres,prometheus,check-digits,conceal"
+TYPED_EXTRAS = "postgres,prometheus,check-digits,conceal,redis"
 TYPING_REQUIREMENTS = ["mypy>=1.18", PINNED_STUBS, "pytest>=8", "pytest-django>=4.8", "types-tqdm>=4.66"]
 TYPING_SETTINGS = """SECRET_KEY = "type checking only"
 INSTALLED_APPS = [
