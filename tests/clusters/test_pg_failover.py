@@ -57,15 +57,16 @@ def standby_pair(tmp_path):
     servers = Path(tempfile.mkdtemp(prefix="segseq-failover-"))
     os.chmod(servers, 0o755)  # the servers run as postgres, which cannot enter pytest's own temporary folders
 
-    def start(synchronous: bool) -> StandbyPair:
+    def start(synchronous: bool) -> tuple[StandbyPair, subprocess.Popen[str]]:
+        """The pair, and the migration started on it (the tables, and the SEQUENCES rows): wait_ready() waits
+        for it while the workers start up."""
         workdir = servers / str(len(pairs))
         workdir.mkdir()
         os.chmod(workdir, 0o755)
         pair = StandbyPair(workdir, synchronous)
         pairs.append(pair)
         pair.primary.execute(f"CREATE DATABASE {DATABASE}")
-        run_worker("migrate", pair, tmp_path, {}).wait(timeout=120)  # the tables, and the SEQUENCES rows
-        return pair
+        return pair, run_worker("migrate", pair, tmp_path, {}, index=-1)
 
     yield start
     for pair in pairs:
@@ -100,8 +101,15 @@ def run_worker(
     )  # fmt: skip
 
 
-def wait_ready(workers: list[subprocess.Popen[str]], tmp_path: Path) -> None:
-    """Until every worker is set up and waits for its go: their start-up, slow on a busy machine, is not the test's."""
+def wait_ready(workers: list[subprocess.Popen[str]], tmp_path: Path, migration: subprocess.Popen[str]) -> None:
+    """Until the migration has ended and every worker is set up and waits for its go: their start-up, slow on a
+    busy machine, is not the test's."""
+    try:
+        _, err = migration.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        migration.kill()
+        pytest.fail("the migration of the failover database hung")
+    assert migration.returncode == 0, err[-3000:]
     deadline = time.monotonic() + START_TIMEOUT
     for index, worker in enumerate(workers):
         while not (tmp_path / f"worker{index}.json.ready").exists():
@@ -197,7 +205,7 @@ def crash_and_promote(
     Half take "used" from the start; the standby catches up, falls behind (when asynchronous), and only then
     the other half take "fresh". Without `crash` they run as long on a healthy pair: the figures to compare with.
     """
-    pair = standby_pair(synchronous)
+    pair, migration = standby_pair(synchronous)
     # Fixed ranges of 10, as measured: every worker goes back to the table many times a second.
     segment_seq: dict[str, object] = {"PREFETCH": False, "ADAPTIVE_STEP": False}
     if failover_skip is not None:
@@ -209,10 +217,10 @@ def crash_and_promote(
     ]
     run = Failover({}, {}, 0.0, 0.0, [])
     try:
-        wait_ready(workers, tmp_path)
+        wait_ready(workers, tmp_path, migration)
         started = time.monotonic()
         go["used"].touch()
-        time.sleep(1.0)
+        time.sleep(0.5)
         pair.wait_caught_up()  # "fresh" as made, "used" with ranges taken: the standby has both
         if not synchronous and crash:
             pair.primary.pause_replication()  # from here on, what the primary commits never reaches the standby
@@ -315,14 +323,14 @@ def run_snowflake_failover(standby_pair, tmp_path, *, fenced: bool) -> Snowflake
     ids with it, until A's next renewal finds its row gone (or A, renewing first, takes it back and B finds
     none free).
     """
-    pair = standby_pair(False)
+    pair, migration = standby_pair(False)
     segment_seq: dict[str, object] = {"SNOWFLAKE_LEASE_SECONDS": SNOWFLAKE_LEASE, "SNOWFLAKE_MAX_WORKERS": 2}
     if not fenced:
         segment_seq["FAILOVER_SKIP"] = 0
     go = [tmp_path / f"go{index}" for index in range(3)]  # C, A, B
     workers = [run_worker("snowflake", pair, tmp_path, segment_seq, index, go[index]) for index in range(3)]
     try:
-        wait_ready(workers, tmp_path)
+        wait_ready(workers, tmp_path, migration)
         go[0].touch()
         time.sleep(1.0)
         pair.wait_caught_up()  # C's lease is on the standby
