@@ -25,6 +25,7 @@ from django_segment_seq.allocator.callers import Session
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
 from django_segment_seq.db.columns import concrete_field
+from django_segment_seq.db.history import server_history
 from django_segment_seq.db.statements import statements_for
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceMisconfigured, SequenceNotFound, SequenceUnavailable
@@ -52,11 +53,16 @@ def create_row(
     base_name: str | None = None,
     period: str | None = None,
 ) -> None:
-    """INSERT the row if missing: from `template`, else as a new sequence gets it on first use."""
+    """INSERT the row if missing: from `template`, else as a new sequence gets it on first use.
+
+    It records the server history it is created on, so its first range, if a failover loses it, is fenced.
+    """
     row = template or new_row(alias, name, settings)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
+    history = server_history(connection)
     cursor.execute(
-        insert, [name, row.value, row.step, row.min_value, row.max_value, row.cycle, now, now, base_name, period]
+        insert,
+        [name, row.value, row.step, row.min_value, row.max_value, row.cycle, now, now, base_name, period, history],
     )
 
 

@@ -21,6 +21,7 @@ from django_segment_seq.allocator.blocks import Row
 from django_segment_seq.compat import wrap
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.columns import BIGINT_MAX
+from django_segment_seq.db.history import server_history
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import require_valid_name
 from django_segment_seq.db.statements import statements_for
@@ -144,6 +145,7 @@ def _create_if_missing(alias: str, name: str, initial_value: int, reset_value: i
     top = BIGINT_MAX if reset_value is None else reset_value - 1
     row = Row(initial_value - 1, app_settings()["DEFAULT_STEP"], initial_value, top, reset_value is not None, 0)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
+    history = server_history(connection)
     with connection.cursor() as cursor:
         if sql.take_write_lock is not None:
             cursor.execute(sql.take_write_lock, [name])  # SQLite: the write lock before any read, or a deadlock
@@ -155,5 +157,5 @@ def _create_if_missing(alias: str, name: str, initial_value: int, reset_value: i
             return
         cursor.execute(
             sql.insert_if_missing,
-            [name, row.value, row.step, row.min_value, row.max_value, row.cycle, now, now, None, None],
+            [name, row.value, row.step, row.min_value, row.max_value, row.cycle, now, now, None, None, history],
         )

@@ -6,9 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.translation import gettext_lazy as _
 
+from django_segment_seq.db.history import server_history
+
 if TYPE_CHECKING:
+    from collections.abc import Sequence as SequenceOf
+
     from django_stubs_ext import StrOrPromise
 
 # The Sequence table's value, limits and the fields' columns are BIGINT (bigint on PostgreSQL, BIGINT on MariaDB).
@@ -16,9 +21,34 @@ BIGINT_MIN = -(2**63)
 BIGINT_MAX = 2**63 - 1
 
 
-def server_history_field(help_text: StrOrPromise) -> models.CharField[str, str]:
-    """The column a row's writes record their database server history in (db/history.py), for the failover fences."""
-    return models.CharField(
+if TYPE_CHECKING:
+    _CharBase = models.CharField[str, str]
+else:
+    _CharBase = models.CharField
+
+
+class FilledHistoryField(_CharBase):
+    """A server history column that a save leaving it empty fills with the saving session's history.
+
+    A row made by the ORM (the admin, create(), bulk_create()) then carries the history it was made on, so a
+    failover that loses its first ranges is still seen by the fence. Migrations see a plain CharField.
+    """
+
+    def get_db_prep_save(self, value: Any, connection: BaseDatabaseWrapper) -> Any:
+        if not value:
+            value = server_history(connection)
+        return super().get_db_prep_save(value, connection)
+
+    def deconstruct(self) -> tuple[str, str, SequenceOf[Any], dict[str, Any]]:
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.CharField", args, kwargs
+
+
+def server_history_field(help_text: StrOrPromise, *, filled: bool = False) -> models.CharField[str, str]:
+    """The column a row's writes record their database server history in (db/history.py), for the failover fences;
+    `filled`: a FilledHistoryField."""
+    kind = FilledHistoryField if filled else models.CharField
+    return kind(
         _("server history"), max_length=64, default="", db_default="", blank=True, editable=False, help_text=help_text
     )
 

@@ -78,9 +78,11 @@ ROLLBACK = "ROLLBACK"
 # before reading, so the read cannot go stale before the compare-and-set.
 TAKE_WRITE_LOCK = "UPDATE {table} SET {value} = {value} WHERE {name} = %s"
 
+# A new row records the history it was created on, as a range does: a row created before a standby fell behind
+# and first used in what it never received is then still seen to come from another history after the promotion.
 _INSERT = (
     "INSERT INTO {table} ({name}, {value}, {step}, {min_value}, {max_value}, {cycle}, {version}, {created}, "
-    "{modified}, {base_name}, {period}) VALUES (%s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s)"
+    "{modified}, {base_name}, {period}, {history}) VALUES (%s, %s, %s, %s, %s, %s, 0, %s, %s, %s, %s, %s)"
 )
 
 # Creation on first use: many processes may try at once; all but one must quietly find the row there.

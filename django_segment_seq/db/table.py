@@ -101,7 +101,8 @@ class Sequence(models.Model):
         _(
             "The database server history (PostgreSQL system and timeline, MariaDB server or Galera cluster) of "
             "the last range taken: a range taken on another history follows a failover and skips FAILOVER_SKIP."
-        )
+        ),
+        filled=True,  # a row made by the ORM carries the history it was made on, before its first range
     )
     created = models.DateTimeField(_("created"), auto_now_add=True)
     modified = models.DateTimeField(_("modified"), auto_now=True)

@@ -7,6 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django_segment_seq import clear_cache, next_value
 from django_segment_seq.allocator.blocks import Row, failover_skip, next_block
+from django_segment_seq.allocator.rows import ensure_derived_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.history import history_of, server_history
 from django_segment_seq.flow.derived import take
@@ -53,6 +54,25 @@ def test_every_range_records_the_history_it_was_taken_on(backend):
     assert history == server_history(connections["default"])
     expected = {"sqlite": "", "postgres": "pg:", "mariadb": "mariadb:"}[backend]
     assert history.startswith(expected) and (backend == "sqlite") == (history == "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_row_carries_the_history_it_was_made_on_before_its_first_range(backend):
+    """A row made before a standby fell behind and first used in what the standby never received must still show
+    another history after the promotion: an empty one skips nothing (before, 10,500 numbers came twice)."""
+    Sequence.objects.create(name="made")  # the admin, a project's code
+    Sequence.objects.bulk_create([Sequence(name="bulk")])
+    ensure_derived_row("default", "made:2026", base_name="made", period="2026")  # a new period's row
+    history = server_history(connections["default"])
+    assert (history == "") == (backend == "sqlite")
+    assert {row.name: row.history for row in Sequence.objects.all()} == dict.fromkeys(
+        ["bulk", "made", "made:2026"], history
+    )
+    assert {row.version for row in Sequence.objects.all()} == {0}  # made, no range taken yet
+    Sequence.objects.filter(name="made").update(history="pg:another-server:1")  # as the promoted standby sees it
+    clear_cache()
+    expected = 1 if backend == "sqlite" else app_settings()["FAILOVER_SKIP"] + 1
+    assert next_value("made") == expected
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,8 +1,11 @@
 """A worker for the failover tests: takes numbers at full speed from a multi-host PostgreSQL until told to stop.
 
 Run as `python -m tests.support.failover_worker MODE HOSTS PORTS DATABASE OUT STOP SETTINGS_JSON`; MODE `migrate`
-creates the app's tables, `take` (sequence numbers) and `snowflake` (Snowflake ids) write
-{"numbers": [...], "errors": {name: count}, "longest_pause": s} to OUT.
+creates the app's tables and the SEQUENCES rows (through the ORM, as a project makes them), `take` (numbers of
+the sequence SEGMENT_SEQ_TEST_SEQUENCE) and `snowflake` (Snowflake ids) write {"numbers": [...], "errors": {name:
+count}, "longest_pause": s, "marked": n} to OUT. A taker set up touches OUT.ready, then waits for the file
+SEGMENT_SEQ_TEST_GO if one is named, so its start is the test's to choose; "marked" is how many numbers it had
+when the file SEGMENT_SEQ_TEST_MARK appeared (the test's crash of the primary), or None.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import json
 import os
 import sys
 import time
+
+# The sequences a failover test takes numbers of, each with a step of 10: many ranges, so the lost ones are many too.
+SEQUENCES = ("used", "fresh")
 
 
 def configure_django(database: dict[str, object], segment_seq: dict[str, object]) -> None:
@@ -42,23 +48,35 @@ def configure(hosts: str, ports: str, database: str, segment_seq: dict[str, obje
 def take(out: str, stop: str, snowflake: bool = False) -> None:
     from django_segment_seq import next_snowflake, next_value
 
-    go = os.environ.get("SEGMENT_SEQ_TEST_GO")
-    while go and not os.path.exists(go):  # started ahead, set up, and waiting for the moment to begin
+    name = os.environ.get("SEGMENT_SEQ_TEST_SEQUENCE", "")
+    go, mark = os.environ.get("SEGMENT_SEQ_TEST_GO"), os.environ.get("SEGMENT_SEQ_TEST_MARK", "")
+    open(out + ".ready", "w").close()
+    while go and not os.path.exists(go):  # set up, and waiting for the moment to begin
         time.sleep(0.005)
     numbers: list[int] = []
     errors: collections.Counter[str] = collections.Counter()
+    marked: int | None = None
     last = time.monotonic()
     longest = 0.0
     while not os.path.exists(stop):
+        if marked is None and mark and os.path.exists(mark):
+            marked = len(numbers)
         try:
-            numbers.append(next_snowflake() if snowflake else next_value("failover"))
+            numbers.append(next_snowflake() if snowflake else next_value(name))
         except Exception as exc:  # noqa: BLE001 - every kind is counted: the test allows SequenceUnavailable only
             errors[type(exc).__name__] += 1
             continue
         now = time.monotonic()
         longest, last = max(longest, now - last), now
     with open(out, "w") as fh:
-        json.dump({"numbers": numbers, "errors": dict(errors), "longest_pause": longest}, fh)
+        json.dump({"numbers": numbers, "errors": dict(errors), "longest_pause": longest, "marked": marked}, fh)
+
+
+def create_sequences() -> None:
+    from django_segment_seq.models import Sequence
+
+    for name in SEQUENCES:
+        Sequence.objects.create(name=name, step=10)
 
 
 if __name__ == "__main__":
@@ -68,5 +86,6 @@ if __name__ == "__main__":
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+        create_sequences()
     else:
         take(out, stop, snowflake=mode == "snowflake")

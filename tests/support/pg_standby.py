@@ -46,6 +46,12 @@ class Primary(PostgresServer):
         for (pid,) in self.execute("SELECT pid FROM pg_stat_replication"):
             os.kill(pid, signal.SIGSTOP)
 
+    def committed(self, database: str, sql: str) -> tuple[str, list[tuple]]:
+        """Where its WAL stands (every commit so far is before it) and the answer of `sql`: read just before a
+        crash, what the standby must have to have lost nothing."""
+        ((position,),) = self.execute("SELECT pg_current_wal_lsn()::text")
+        return position, self.execute(sql, database)
+
     def crash(self) -> None:
         """SIGKILL every process of the server at once, as a power cut would end them."""
         for pid in self.pids():
@@ -73,6 +79,17 @@ class Standby(PostgresServer):
         self._run("pg_ctl", "-D", str(self.dir / "data"), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
         self.wait_until_up()
 
+    def received(self, database: str, sql: str, primary_position: str) -> tuple[int, list[tuple]]:
+        """How many bytes of WAL short of `primary_position` it stands once it has replayed what it received, and
+        the answer of `sql` then: what a promotion would start from."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while self.execute("SELECT pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn()") == [(True,)]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the standby did not replay what it received in {START_TIMEOUT} s")
+            time.sleep(0.01)
+        ((behind,),) = self.execute(f"SELECT pg_wal_lsn_diff('{primary_position}', pg_last_wal_replay_lsn())::bigint")
+        return int(behind), self.execute(sql, database)
+
     def promote(self) -> None:
         self._run("pg_ctl", "-D", str(self.dir / "data"), "-w", "-t", str(START_TIMEOUT), "promote")
 
@@ -97,6 +114,15 @@ class StandbyPair:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the standby did not start streaming ({wanted}) in {START_TIMEOUT} s")
             time.sleep(0.1)
+
+    def wait_caught_up(self) -> None:
+        """Until the standby has replayed everything the primary has written so far."""
+        ((position,),) = self.primary.execute("SELECT pg_current_wal_lsn()::text")
+        deadline = time.monotonic() + START_TIMEOUT
+        while self.standby.execute(f"SELECT pg_last_wal_replay_lsn() >= '{position}'") != [(True,)]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the standby did not catch up with the primary in {START_TIMEOUT} s")
+            time.sleep(0.01)
 
     @property
     def hosts(self) -> str:
