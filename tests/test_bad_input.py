@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
 
 from django_segment_seq import SequenceExhausted, SequenceField, SequenceMisconfigured, next_value, next_values
+from django_segment_seq.fields.checks.names import sequence_name_errors
 from django_segment_seq.models import Sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -66,7 +67,7 @@ def test_model_validation_refuses_bad_names(name):
 def test_field_with_a_bad_name_fails_the_system_check():
     field = SequenceField("")
     field.set_attributes_from_name("no")
-    assert [error.id for error in field._check_sequence_name()] == ["django_segment_seq.E010"]
+    assert [error.id for error in sequence_name_errors(field)] == ["django_segment_seq.E010"]
 
 
 # Counts -----------------------------------------------------------------------------------------------------------
