@@ -19,7 +19,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from django_segment_seq.allocator import callers
+from django_segment_seq.allocator import callers, seen
 from django_segment_seq.allocator.attempts import (
     TRANSIENT_ERRORS,
     RowBusy,
@@ -31,13 +31,13 @@ from django_segment_seq.allocator.attempts import (
     is_lost_race,
     use_caller_next,
 )
-from django_segment_seq.allocator.blocks import Block, Row, failover_skip, next_block
+from django_segment_seq.allocator.blocks import Block, Row, failover_skip, next_block, restore_skip
 from django_segment_seq.allocator.callers import Session
 from django_segment_seq.allocator.connections import refuse_if_unfit
 from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
-from django_segment_seq.db.history import server_history
+from django_segment_seq.db.history import server_history, with_table
 from django_segment_seq.db.nodes import on_galera
 from django_segment_seq.db.statements import Statements, statements_for
 from django_segment_seq.exceptions import (
@@ -294,12 +294,16 @@ def _compare_and_set(
                     _lost(result, name, settings)
                     continue
                 if row is None:
+                    if seen.last_seen(alias, name) is not None:
+                        # Never made again by a process that used it: a restore may be re-creating its table,
+                        # and the row it brings back would then meet this one (waited for as a row held).
+                        raise RowBusy("the row this process took ranges from is gone (a restore under way?)")
                     if not create:
                         raise RowMissing
                     result.round_trips += 1
                     create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
                     continue
-                skip = failover_skip(row, history, settings["FAILOVER_SKIP"])
+                skip, why = _skip(alias, name, row, history, settings["FAILOVER_SKIP"])
                 block = next_block(name, row, wanted, prefer, skip)
                 now = connection.ops.adapt_datetimefield_value(timezone.now())
                 result.round_trips += 1
@@ -308,9 +312,8 @@ def _compare_and_set(
                 ):
                     if skip:
                         logger.warning(
-                            "Sequence %r: its last range was taken on server history %s, this one on %s (a failover "
-                            "since): skipped numbers %d to %d (FAILOVER_SKIP).",
-                            name, row.history, history, row.value + 1, row.value + skip,
+                            "Sequence %r: %s: skipped numbers %d to %d (FAILOVER_SKIP).",
+                            name, why, row.value + 1, row.value + skip,
                         )  # fmt: skip
                     break
                 _lost(result, name, settings)
@@ -333,6 +336,25 @@ def _compare_and_set(
         )
     result.block, result.step, result.version = block, row.step, row.version + 1
     result.row = row
+    seen.note(alias, name, row.version + 1, block.last)
+
+
+def _skip(alias: str, name: str, row: Row, history: str, skip: int) -> tuple[int, str]:
+    """How many numbers the next block skips, and why: a row found behind this process's own last write was
+    restored; one last written on another server history or in another table follows a failover or a restore."""
+    current = with_table(history, row.table)
+    behind = seen.went_back(alias, name, row.version)
+    if behind is not None:
+        why = (
+            f"the row is at version {row.version}, below version {behind.version} this process left it at "
+            "(restored from a backup)"
+        )
+        return restore_skip(row, behind.highest, skip), why
+    why = (
+        f"its last range was taken on server history {row.history}, this one on {current} "
+        "(a failover, or a restore that re-created the table, since)"
+    )
+    return failover_skip(row, current, skip), why
 
 
 def _lost(result: Allocation, name: str, settings: dict[str, Any]) -> None:

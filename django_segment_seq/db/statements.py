@@ -15,9 +15,11 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.columns import column_of
+from django_segment_seq.db.identity import history_written, identity_kind, identity_read
 from django_segment_seq.db.table import Sequence
 
-_COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}, {history}"
+# The last column is the table's identity now (db/identity.py), to compare with the one the history recorded.
+_COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}, {history}, {identity}"
 
 # MariaDB: every statement the app sends waits at most the lock timeout for a row lock
 # (innodb_lock_wait_timeout) and for a table or metadata lock (lock_wait_timeout, a day by default:
@@ -38,8 +40,9 @@ SELECT_ROW_UNLESS_LOCKED = {
 
 # The compare-and-set: it moves the row only if nobody wrote it since we read it, and every success
 # moves `version`, so even a block that ends where the row stood (a wrap-around) is never taken twice.
-# Every write also records the server history it was made on (db/history.py), for the failover fence.
-_CAS_SET = "UPDATE {table} SET {value} = %s, {version} = {version} + 1, {modified} = %s, {history} = %s "
+# Every write also records the server history it was made on (db/history.py) and the table's identity
+# (db/identity.py), for the failover and restore fence.
+_CAS_SET = "UPDATE {table} SET {value} = %s, {version} = {version} + 1, {modified} = %s, {history} = {history_written} "
 _CAS_WHERE = "{name} = %s AND {value} = %s AND {version} = %s"
 COMPARE_AND_SET = {
     # A row another transaction holds is skipped (no row changed) instead of waited for.
@@ -248,8 +251,17 @@ def _bounded(vendor: str, statement: str) -> str:
 
 
 @cache
-def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int, lock_ms: int) -> Statements:
-    names = dict(quote, lock_wait=str(lock_wait), lock_ms=str(lock_ms))
+def _for_vendor(
+    vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int, lock_ms: int, identity: str
+) -> Statements:
+    table = Sequence._meta.db_table.replace("'", "''")
+    names = dict(
+        quote,
+        lock_wait=str(lock_wait),
+        lock_ms=str(lock_ms),
+        identity=identity_read(identity, table),
+        history_written=history_written(identity, table),
+    )
     if vendor not in IF_MISSING:
         raise NotImplementedError(f"django-segment-seq supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}.")
 
@@ -315,5 +327,9 @@ def statements_for(connection: BaseDatabaseWrapper, lock_timeout: float | None =
     if lock_timeout is None:
         lock_timeout = app_settings()["LOCK_TIMEOUT"]
     return _for_vendor(
-        connection.vendor, _quoted_names(connection), mysql_lock_wait(lock_timeout), pg_lock_ms(lock_timeout)
+        connection.vendor,
+        _quoted_names(connection),
+        mysql_lock_wait(lock_timeout),
+        pg_lock_ms(lock_timeout),
+        identity_kind(connection),
     )

@@ -35,7 +35,7 @@ def take_block_locked(alias: str, name: str, count: int = 1, *, nowait: bool = F
         found = cursor.fetchone()
         if found is None:
             return None
-        value, _step, min_value, max_value, cycle, version, _history = found
+        value, _step, min_value, max_value, cycle, version, _history, _table = found
         # `count` numbers, whatever the row's step: the step is for cached ranges, which gapless never uses.
         row = Row(int(value), count, int(min_value), int(max_value), bool(cycle), int(version))
         block = next_block(name, row, count)

@@ -25,8 +25,8 @@ from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import shown as shown_scope
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.flow.parsing import UnparseableFormat
+from django_segment_seq.management import advance, sequence_rows
 from django_segment_seq.management import gaps as gap_listing
-from django_segment_seq.management import sequence_rows
 from django_segment_seq.snowflake import listing as lease_listing
 from django_segment_seq.snowflake.leases import lease_database, worker_leases
 from django_segment_seq.sync import sync_sequence
@@ -40,7 +40,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         commands = parser.add_subparsers(
-            dest="subcommand", required=True, metavar="{list,show,set,sync,backfill,gaps,leases,import-sequences}"
+            dest="subcommand",
+            required=True,
+            metavar="{list,show,set,sync,backfill,gaps,leases,import-sequences,advance}",
         )
 
         listing = commands.add_parser(
@@ -82,6 +84,7 @@ class Command(BaseCommand):
             "import-sequences", help="Carry django-sequences' rows over: create or move forward, never lower."
         )
         carry.add_argument("--dry-run", action="store_true", help="Show what would change; change nothing.")
+        advance.add_arguments(commands)
 
     def handle(self, *args: Any, subcommand: str, **options: Any) -> None:
         handler = getattr(self, f"handle_{subcommand.replace('-', '_')}")
@@ -98,6 +101,9 @@ class Command(BaseCommand):
             ) from exc
         if subcommand == "list" and not options.get("as_json"):
             self.mention_leases()
+
+    def handle_advance(self, **options: Any) -> None:
+        advance.run(self.stdout, **options)
 
     # list, show
 
