@@ -38,6 +38,7 @@ from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
 from django_segment_seq.db.history import server_history, with_table
+from django_segment_seq.db.identity import table_identity
 from django_segment_seq.db.nodes import on_galera
 from django_segment_seq.db.statements import Statements, statements_for
 from django_segment_seq.exceptions import (
@@ -251,7 +252,7 @@ def _in_caller_transaction(
             block = next_block(name, row, wanted)  # no failover skip: it commits with the caller's rows, or not at all
             result.round_trips += 1
             now = caller.ops.adapt_datetimefield_value(timezone.now())
-            history = server_history(caller)
+            history = with_table(server_history(caller), table_identity(caller, cursor, row.table))
             cursor.execute(sql.compare_and_set_locked, [block.last, now, history, name, row.value, row.version])
             if cursor.rowcount != 1:  # pragma: no cover - the row is locked by this transaction
                 raise RowBusy("the row moved while this transaction held it")
@@ -303,12 +304,13 @@ def _compare_and_set(
                     result.round_trips += 1
                     create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
                     continue
-                skip, why = _skip(alias, name, row, history, settings["FAILOVER_SKIP"])
+                current = with_table(history, table_identity(connection, cursor, row.table))
+                skip, why = _skip(alias, name, row, current, settings["FAILOVER_SKIP"])
                 block = next_block(name, row, wanted, prefer, skip)
                 now = connection.ops.adapt_datetimefield_value(timezone.now())
                 result.round_trips += 1
                 if _try_compare_and_set(
-                    cursor, sql.compare_and_set, [block.last, now, history, name, row.value, row.version]
+                    cursor, sql.compare_and_set, [block.last, now, current, name, row.value, row.version]
                 ):
                     if skip:
                         logger.warning(
@@ -339,10 +341,10 @@ def _compare_and_set(
     seen.note(alias, name, row.version + 1, block.last)
 
 
-def _skip(alias: str, name: str, row: Row, history: str, skip: int) -> tuple[int, str]:
+def _skip(alias: str, name: str, row: Row, current: str, skip: int) -> tuple[int, str]:
     """How many numbers the next block skips, and why: a row found behind this process's own last write was
-    restored; one last written on another server history or in another table follows a failover or a restore."""
-    current = with_table(history, row.table)
+    restored; one last written on another server history or in another table (`current` is this write's) follows
+    a failover or a restore."""
     behind = seen.went_back(alias, name, row.version)
     if behind is not None:
         why = (
@@ -354,7 +356,11 @@ def _skip(alias: str, name: str, row: Row, history: str, skip: int) -> tuple[int
         f"its last range was taken on server history {row.history}, this one on {current} "
         "(a failover, or a restore that re-created the table, since)"
     )
-    return failover_skip(row, current, skip), why
+    skipped = failover_skip(row, current, skip)
+    before = seen.last_seen(alias, name)
+    if skipped and before is not None:
+        skipped = restore_skip(row, before.highest, skip)  # and past every number this process held
+    return skipped, why
 
 
 def _lost(result: Allocation, name: str, settings: dict[str, Any]) -> None:
