@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -97,6 +98,15 @@ class Crew:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+    def errors(self) -> dict[str, int]:
+        """The errors the workers rode out (the table missing or locked while it was restored), by type."""
+        totals: collections.Counter[str] = collections.Counter()
+        for out in self.outs:
+            figures = Path(str(out) + ".json")
+            if figures.exists():
+                totals.update(json.loads(figures.read_text())["errors"])
+        return dict(totals)
 
     def numbers(self) -> list[int]:
         found = []
@@ -203,6 +213,7 @@ def test_restore_with_the_app_running_repeats_nothing(crew, tmp_path):
     crew.stop()
     numbers = crew.numbers()
     _assert_went_back(before, numbers)
+    print(f"{len(numbers)} numbers, errors ridden out: {crew.errors()}")
     assert not repeats(numbers), f"{len(repeats(numbers))} of {len(numbers)} numbers repeated"
 
 
