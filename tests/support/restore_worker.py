@@ -1,4 +1,5 @@
 """A worker for the restore tests: takes numbers of one sequence until a stop file appears (or it has `count`),
+and saves rows numbered from it (a unique field: a repeat is an IntegrityError there too),
 riding out the errors a table being dropped and re-created under it gives, and writes every number to a file.
 
 Run as `python -m tests.support.restore_worker OUT NAME COUNT STOP`, with the environment naming the test database.
@@ -19,14 +20,24 @@ def main(out: str, name: str, count: int, stop: str) -> None:
     from django.db import DatabaseError, connections
 
     from django_segment_seq import SequenceUnavailable, next_value, next_values
+    from tests.testapp.models import Ticket
+
+    def take(turn: int) -> list[int]:
+        """By turns: one number, five, and a saved Ticket (a unique SequenceField of sequence "ticket")."""
+        if turn % 3 == 0:
+            return list(next_values(name, 5))
+        if turn % 3 == 1 or name != "ticket":
+            return [next_value(name)]
+        return [Ticket.objects.create().code]
 
     errors: dict[str, int] = {}
-    got = 0
+    got = turn = 0
     deadline = time.monotonic() + 60
     with open(out, "w", encoding="ascii") as fh:
         while got < count and not os.path.exists(stop) and time.monotonic() < deadline:
             try:
-                numbers = [next_value(name)] if got % 2 else list(next_values(name, 5))
+                turn += 1
+                numbers = take(turn)
             except (DatabaseError, SequenceUnavailable) as exc:
                 # The table is gone for a moment (dropped, re-created, locked by the restore): as an application
                 # would, drop the connection and try again.
