@@ -179,13 +179,13 @@ def _backed_up(crew: Crew, path: Path, *, data_only: bool = False) -> int:
     crew.wait_for(300)
     before = max(crew.numbers())
     dump(path, data_only=data_only)
-    crew.wait_for(1500)  # handed out after the backup: what the restore brings back
+    crew.wait_for(1200)  # handed out after the backup: what the restore brings back
     return before
 
 
 def _assert_went_back(before: int, numbers: list[int]) -> None:
     """The scenario happened: numbers past the backup were handed out, which the restored row does not know of."""
-    assert max(numbers) > before + 1000, f"only {max(numbers) - before} numbers past the backup"
+    assert max(numbers) > before + 800, f"only {max(numbers) - before} numbers past the backup"
 
 
 def test_restore_with_the_app_stopped_repeats_nothing(crew, tmp_path):
@@ -196,7 +196,7 @@ def test_restore_with_the_app_stopped_repeats_nothing(crew, tmp_path):
     _assert_went_back(before, crew.numbers())
     restore(backup)
     assert Sequence.objects.get(name=NAME).value < max(crew.numbers()), "the restore did not put the row back"
-    crew.start(2, count=1500)
+    crew.start(2, count=800)
     crew.stop(finish=True)
     numbers = crew.numbers()
     assert not repeats(numbers), f"{len(repeats(numbers))} of {len(numbers)} numbers repeated"
@@ -207,9 +207,9 @@ def test_restore_with_the_app_running_repeats_nothing(crew, tmp_path):
     backup = tmp_path / "backup"
     before = _backed_up(crew, backup)
     restore(backup)  # the workers go on taking numbers meanwhile
-    crew.wait_for(1500)
+    crew.wait_for(1000)
     crew.start(1)  # and a process started after the restore, which saw nothing before it
-    crew.wait_for(1500)
+    crew.wait_for(1000)
     crew.stop()
     numbers = crew.numbers()
     _assert_went_back(before, numbers)
@@ -231,7 +231,7 @@ def test_data_only_restore_then_advance_repeats_nothing(crew, tmp_path):
     assert Sequence.objects.get(name=NAME).value < max(crew.numbers()), "--dry-run moved the row"
     call_command("segment_seq", "advance", stdout=out)
     assert f"{NAME}: moved from" in out.getvalue()
-    crew.start(2, count=1500)
+    crew.start(2, count=800)
     crew.stop(finish=True)
     numbers = crew.numbers()
     assert not repeats(numbers), f"{len(repeats(numbers))} of {len(numbers)} numbers repeated"
