@@ -49,15 +49,14 @@ def _tools() -> None:
 class Crew:
     """Worker processes (tests/support/restore_worker.py) taking numbers of one sequence, each into its own file."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, **env: str) -> None:
         from tests.stress.run import worker_env
 
         self.tmp_path = tmp_path
         # Prefetch and the adaptive step on, as deployed, but ranges of at most 100: the numbers handed out after
         # the backup then reach well past what the row stood at when it was dumped.
-        self.env = worker_env(
-            settings.BACKEND, str(connection.settings_dict["NAME"]), SEGMENT_SEQ_TEST_SETTINGS='{"MAX_STEP": 100}'
-        )
+        limits = {"SEGMENT_SEQ_TEST_SETTINGS": '{"MAX_STEP": 100}', **env}
+        self.env = worker_env(settings.BACKEND, str(connection.settings_dict["NAME"]), **limits)
         self.outs: list[Path] = []
         self.procs: list[tuple[subprocess.Popen[str], Path]] = []
 
@@ -262,3 +261,34 @@ def test_a_rebuild_costs_one_failover_skip_on_mariadb_and_nothing_on_postgresql(
     else:
         assert gap < skip // 10, f"VACUUM FULL cost {gap} numbers"
     assert _gap_after(crew, crew.numbers()) < skip // 10, "a second range after the rebuild skipped again"
+
+
+def test_restore_seen_by_a_mariadb_user_without_the_process_privilege(tmp_path):
+    """Without PROCESS InnoDB's table ids cannot be read: the table's creation time stands in for them."""
+    if settings.BACKEND != "mariadb":
+        pytest.skip("the PROCESS privilege is MariaDB's")
+    Sequence.objects.create(name=NAME, step=20)
+    login = f"seqrestore_{os.getpid()}"
+    database = connection.settings_dict["NAME"]
+    db = connection.settings_dict
+    url = f"mysql://{login}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 3306}/{database}"
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE USER '{login}'@'%'")
+        cursor.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON `{database}`.* TO '{login}'@'%'")
+    crew = Crew(tmp_path, SEGMENT_SEQ_TEST_MARIADB_URL=url)
+    try:
+        crew.start(2)
+        backup = tmp_path / "backup"
+        before = _backed_up(crew, backup)
+        crew.stop()
+        _assert_went_back(before, crew.numbers())
+        restore(backup)
+        crew.start(2, count=800)
+        crew.stop(finish=True)
+    finally:
+        crew.kill()
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP USER IF EXISTS '{login}'@'%'")
+    assert "/c" in Sequence.objects.get(name=NAME).history  # the creation time, not a table id
+    numbers = crew.numbers()
+    assert not repeats(numbers), f"{len(repeats(numbers))} of {len(numbers)} numbers repeated"
