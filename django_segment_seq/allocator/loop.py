@@ -37,7 +37,7 @@ from django_segment_seq.allocator.connections import refuse_if_unfit
 from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
-from django_segment_seq.db.history import server_history, with_table
+from django_segment_seq.db.history import server_history, unfenced_history, with_table
 from django_segment_seq.db.identity import table_identity
 from django_segment_seq.db.nodes import on_galera
 from django_segment_seq.db.statements import Statements, statements_for
@@ -252,7 +252,8 @@ def _in_caller_transaction(
             block = next_block(name, row, wanted)  # no failover skip: it commits with the caller's rows, or not at all
             result.round_trips += 1
             now = caller.ops.adapt_datetimefield_value(timezone.now())
-            history = with_table(server_history(caller), table_identity(caller, cursor, row.table))
+            current = with_table(server_history(caller), table_identity(caller, cursor, row.table))
+            history = unfenced_history(row.history, current)
             cursor.execute(sql.compare_and_set_locked, [block.last, now, history, name, row.value, row.version])
             if cursor.rowcount != 1:  # pragma: no cover - the row is locked by this transaction
                 raise RowBusy("the row moved while this transaction held it")

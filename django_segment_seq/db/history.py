@@ -75,3 +75,9 @@ def same_history(stored: str, current: str) -> bool:
     if stored_server != server:
         return False
     return not stored_table or not table or stored_table == table or server.startswith("galera:")
+
+
+def unfenced_history(stored: str, current: str) -> str:
+    """What a write that skips nothing (gapless, inside the caller's transaction) records: `current`, unless the row
+    names another history or table, which it keeps, so the next range taken on its own still skips."""
+    return current if not stored or same_history(stored, current) else stored

@@ -5,7 +5,7 @@ number this process held, before its next block. The real dump and restore tools
 import time
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 
 from django_segment_seq import SequenceUnavailable, clear_cache, next_value
 from django_segment_seq.allocator.blocks import Row, failover_skip, restore_skip
@@ -111,3 +111,23 @@ def test_an_alter_that_keeps_the_table_costs_nothing(backend):
         assert cursor.fetchone()[0] != before  # the app saw something change, and asked InnoDB
     clear_cache()
     assert next_value("altered") == 11
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_block_inside_the_callers_transaction_leaves_the_fence_armed(backend):
+    """A block taken inside the transaction that holds the row never skips (it commits with the caller's rows);
+    it keeps the restored row's history, so the next range taken on its own still skips."""
+    if backend == "sqlite":
+        pytest.skip("SQLite's table has no identity the app reads")
+    Sequence.objects.create(name="held", step=10)
+    assert next_value("held") == 1
+    server, _, table = Sequence.objects.get(name="held").history.partition("/")
+    restored = f"{server}/{int(table) + 1}"
+    Sequence.objects.filter(name="held").update(history=restored)
+    clear_cache()
+    with transaction.atomic():
+        Sequence.objects.select_for_update().get(name="held")
+        assert next_value("held") == 11  # inside the caller's transaction: no skip
+    assert Sequence.objects.get(name="held").history == restored
+    clear_cache()
+    assert next_value("held") == 20 + app_settings()["FAILOVER_SKIP"] + 1
