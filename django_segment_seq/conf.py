@@ -62,7 +62,7 @@ SETTINGS: tuple[Setting, ...] = (
         "FAILOVER_SKIP",
         10_000_000,
         (int,),
-        "numbers a row skips when its last range was taken on another server history (a failover since)",
+        "numbers a row skips when its last range was taken on another server history or table (a failover or restore)",
     ),
     Setting(
         "CONCEAL_KEY",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from django_segment_seq.db.columns import BIGINT_MIN
+from django_segment_seq.db.history import same_history
 from django_segment_seq.exceptions import SequenceExhausted, SequenceMisconfigured
 
 
@@ -18,8 +19,10 @@ class Row(NamedTuple):
     cycle: bool
     # Moved by every write: the compare-and-set checks it, so no write is ever mistaken for none.
     version: int = 0
-    # The server history of the last write ("" before any): see failover_skip().
+    # The server history and table identity of the last write ("" before any): see failover_skip().
     history: str = ""
+    # The identity of the table the row was read from now (db/identity.py; "" where it cannot be read).
+    table: str = ""
 
 
 class Block(NamedTuple):
@@ -50,16 +53,31 @@ def check_row(name: str, row: Row) -> None:
 
 def failover_skip(row: Row, history: str, skip: int) -> int:
     """How far past its value a row is moved before its next block: `skip` when it was last written on another
-    server history than `history` (a failover happened since), else 0.
+    server history than `history`, or in another table (a failover, or a restore that re-created the table,
+    happened since), else 0.
 
-    After an asynchronous failover the row can stand behind numbers the old primary handed out; skipping more
-    than a lagging standby can miss keeps them from coming again. A row with fewer than twice `skip` numbers
+    After an asynchronous failover or a restore the row can stand behind numbers handed out before; skipping
+    more than were handed out since keeps them from coming again. A row with fewer than twice `skip` numbers
     left skips half of them, so a capped row (a daily flow number) still has numbers after a failover.
     """
-    if not row.history or not history or row.history == history:
+    if not row.history or not history or same_history(row.history, history):
         return 0
+    return capped_skip(row, skip)
+
+
+def capped_skip(row: Row, skip: int) -> int:
+    """`skip`, or half the numbers the row has left when it has fewer than twice `skip`."""
     left = row.max_value - max(row.value, row.min_value - 1)
     return max(0, min(skip, left // 2))
+
+
+def restore_skip(row: Row, highest: int, skip: int) -> int:
+    """How far past its value a row found behind this process's last write (restored) is moved: `skip` (capped
+    as failover_skip() caps it), and at least past `highest`, the highest number this process ever held of it."""
+    if row.cycle:
+        return capped_skip(row, skip)
+    left = row.max_value - max(row.value, row.min_value - 1)
+    return max(capped_skip(row, skip), min(highest - row.value, left))
 
 
 def next_block(name: str, row: Row, wanted: int = 1, prefer: int = 0, skip: int = 0) -> Block:

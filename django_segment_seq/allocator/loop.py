@@ -19,7 +19,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from django_segment_seq.allocator import callers
+from django_segment_seq.allocator import callers, seen
 from django_segment_seq.allocator.attempts import (
     TRANSIENT_ERRORS,
     RowBusy,
@@ -31,13 +31,14 @@ from django_segment_seq.allocator.attempts import (
     is_lost_race,
     use_caller_next,
 )
-from django_segment_seq.allocator.blocks import Block, Row, failover_skip, next_block
+from django_segment_seq.allocator.blocks import Block, Row, failover_skip, next_block, restore_skip
 from django_segment_seq.allocator.callers import Session
 from django_segment_seq.allocator.connections import refuse_if_unfit
 from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
-from django_segment_seq.db.history import server_history
+from django_segment_seq.db.history import server_history, unfenced_history, with_table
+from django_segment_seq.db.identity import table_identity
 from django_segment_seq.db.nodes import on_galera
 from django_segment_seq.db.statements import Statements, statements_for
 from django_segment_seq.exceptions import (
@@ -253,7 +254,8 @@ def _in_caller_transaction(
             block = next_block(name, row._replace(step=1), wanted)
             result.round_trips += 1
             now = caller.ops.adapt_datetimefield_value(timezone.now())
-            history = server_history(caller)
+            current = with_table(server_history(caller), table_identity(caller, cursor, row.table))
+            history = unfenced_history(row.history, current)
             cursor.execute(sql.compare_and_set_locked, [block.last, now, history, name, row.value, row.version])
             if cursor.rowcount != 1:  # pragma: no cover - the row is locked by this transaction
                 raise RowBusy("the row moved while this transaction held it")
@@ -296,23 +298,27 @@ def _compare_and_set(
                     _lost(result, name, settings)
                     continue
                 if row is None:
+                    if seen.last_seen(alias, name) is not None:
+                        # Never made again by a process that used it: a restore may be re-creating its table,
+                        # and the row it brings back would then meet this one (waited for as a row held).
+                        raise RowBusy("the row this process took ranges from is gone (a restore under way?)")
                     if not create:
                         raise RowMissing
                     result.round_trips += 1
                     create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
                     continue
-                skip = failover_skip(row, history, settings["FAILOVER_SKIP"])
+                current = with_table(history, table_identity(connection, cursor, row.table))
+                skip, why = _skip(alias, name, row, current, settings["FAILOVER_SKIP"])
                 block = next_block(name, row, wanted, prefer, skip)
                 now = connection.ops.adapt_datetimefield_value(timezone.now())
                 result.round_trips += 1
                 if _try_compare_and_set(
-                    cursor, sql.compare_and_set, [block.last, now, history, name, row.value, row.version]
+                    cursor, sql.compare_and_set, [block.last, now, current, name, row.value, row.version]
                 ):
                     if skip:
                         logger.warning(
-                            "Sequence %r: its last range was taken on server history %s, this one on %s (a failover "
-                            "since): skipped numbers %d to %d (FAILOVER_SKIP).",
-                            name, row.history, history, row.value + 1, row.value + skip,
+                            "Sequence %r: %s: skipped numbers %d to %d (FAILOVER_SKIP).",
+                            name, why, row.value + 1, row.value + skip,
                         )  # fmt: skip
                     break
                 _lost(result, name, settings)
@@ -335,6 +341,29 @@ def _compare_and_set(
         )
     result.block, result.step, result.version = block, row.step, row.version + 1
     result.row = row
+    seen.note(alias, name, row.version + 1, block.last)
+
+
+def _skip(alias: str, name: str, row: Row, current: str, skip: int) -> tuple[int, str]:
+    """How many numbers the next block skips, and why: a row found behind this process's own last write was
+    restored; one last written on another server history or in another table (`current` is this write's) follows
+    a failover or a restore."""
+    behind = seen.went_back(alias, name, row.version)
+    if behind is not None:
+        why = (
+            f"the row is at version {row.version}, below version {behind.version} this process left it at "
+            "(restored from a backup)"
+        )
+        return restore_skip(row, behind.highest, skip), why
+    why = (
+        f"its last range was taken on server history {row.history}, this one on {current} "
+        "(a failover, or a restore that re-created the table, since)"
+    )
+    skipped = failover_skip(row, current, skip)
+    before = seen.last_seen(alias, name)
+    if skipped and before is not None:
+        skipped = restore_skip(row, before.highest, skip)  # and past every number this process held
+    return skipped, why
 
 
 def _lost(result: Allocation, name: str, settings: dict[str, Any]) -> None:

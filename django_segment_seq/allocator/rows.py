@@ -37,8 +37,10 @@ def read_row(cursor: Any, select_row: str, name: str) -> Row | None:
     found = cursor.fetchone()
     if found is None:
         return None
-    value, step, min_value, max_value, cycle, version, history = found
-    return Row(int(value), int(step), int(min_value), int(max_value), bool(cycle), int(version), history or "")
+    value, step, min_value, max_value, cycle, version, history, table = found
+    return Row(
+        int(value), int(step), int(min_value), int(max_value), bool(cycle), int(version), history or "", table or ""
+    )
 
 
 def create_row(

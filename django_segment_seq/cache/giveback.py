@@ -29,7 +29,6 @@ from django_segment_seq.cache.prefetch import prefetcher
 from django_segment_seq.cache.range_cache import ranges
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import write_transaction
-from django_segment_seq.db.history import server_history
 from django_segment_seq.db.statements import SQLITE_BUSY_TIMEOUT, sqlite_set_busy_timeout, statements_for
 
 logger = logging.getLogger("django_segment_seq")
@@ -112,9 +111,7 @@ def _send(
                 logger.info("Sequence %r: no time left to give numbers %d+ back.", name, run.first)
                 continue
             now = connection.ops.adapt_datetimefield_value(timezone.now())
-            cursor.execute(
-                sql.give_back, [run.first - 1, now, server_history(connection), name, run.value, run.version]
-            )
+            cursor.execute(sql.give_back, [run.first - 1, now, name, run.value, run.version])
             if cursor.rowcount == 1:
                 given += run.value - run.first + 1
                 logger.debug("Sequence %r: giving numbers %d to %d back.", name, run.first, run.value)

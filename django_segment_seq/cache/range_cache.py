@@ -21,7 +21,7 @@ from django.core.signals import setting_changed
 from django.db import connections
 from django.dispatch import receiver
 
-from django_segment_seq.allocator import callers
+from django_segment_seq.allocator import callers, seen
 from django_segment_seq.allocator.blocks import Block, Unused, unused_run
 from django_segment_seq.allocator.loop import Allocation
 from django_segment_seq.cache import events
@@ -128,6 +128,7 @@ class RangeCache:
             self.by_name: dict[str, _Slot] = {}
         self._guard = threading.Lock()
         self._pid = os.getpid()
+        seen.forget()  # rows may be deleted or reset on purpose now: what was seen of them says nothing
 
     def take(self, alias: str, name: str) -> int:
         """One number; the hot path is a dict lookup and one short lock."""

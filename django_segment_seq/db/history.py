@@ -56,3 +56,28 @@ def server_history(connection: BaseDatabaseWrapper) -> str:
         history = history_of(flavour, tuple(cursor.fetchone()))
     _known.keep(connection, history)
     return history
+
+
+def with_table(history: str, table: str) -> str:
+    """The history a write stores: the server's, then "/" and the Sequence table's identity when it has one."""
+    return f"{history}/{table}" if history and table else history
+
+
+def same_history(stored: str, current: str) -> bool:
+    """Whether a row last written with history `stored` is written again in the same history, `current`.
+
+    The servers must match. The tables must match too when both texts name one, except on a Galera cluster,
+    whose nodes number their tables each in its own way; a text without a table (written before tables were
+    recorded, or where they cannot be read) matches any table of its server.
+    """
+    stored_server, _, stored_table = stored.partition("/")
+    server, _, table = current.partition("/")
+    if stored_server != server:
+        return False
+    return not stored_table or not table or stored_table == table or server.startswith("galera:")
+
+
+def unfenced_history(stored: str, current: str) -> str:
+    """What a write that skips nothing (gapless, inside the caller's transaction) records: `current`, unless the row
+    names another history or table, which it keeps, so the next range taken on its own still skips."""
+    return current if not stored or same_history(stored, current) else stored

@@ -15,9 +15,11 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.columns import column_of
+from django_segment_seq.db.identity import identity_read
 from django_segment_seq.db.table import Sequence
 
-_COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}, {history}"
+# The last column is the table's identity now (db/identity.py), to compare with the one the history recorded.
+_COLUMNS_READ = "{value}, {step}, {min_value}, {max_value}, {cycle}, {version}, {history}, {identity}"
 
 # MariaDB: every statement the app sends waits at most the lock timeout for a row lock
 # (innodb_lock_wait_timeout) and for a table or metadata lock (lock_wait_timeout, a day by default:
@@ -38,7 +40,8 @@ SELECT_ROW_UNLESS_LOCKED = {
 
 # The compare-and-set: it moves the row only if nobody wrote it since we read it, and every success
 # moves `version`, so even a block that ends where the row stood (a wrap-around) is never taken twice.
-# Every write also records the server history it was made on (db/history.py), for the failover fence.
+# Every write also records the server history it was made on (db/history.py) and the table's identity
+# (db/identity.py), for the failover and restore fence.
 _CAS_SET = "UPDATE {table} SET {value} = %s, {version} = {version} + 1, {modified} = %s, {history} = %s "
 _CAS_WHERE = "{name} = %s AND {value} = %s AND {version} = %s"
 COMPARE_AND_SET = {
@@ -50,8 +53,10 @@ COMPARE_AND_SET = {
 }
 # A give-back at a clean exit: the same compare-and-set, moving the row back to just before the first
 # unused number only if it still stands where this process's last block left it (value and version).
-# A row another transaction holds is skipped (PostgreSQL) or waited for within the bound (MariaDB).
-GIVE_BACK = COMPARE_AND_SET
+# A row another transaction holds is skipped (PostgreSQL) or waited for within the bound (MariaDB). The
+# history stays the one that write recorded: the row is in the same table, on the same server history.
+_GIVE_BACK_SET = "UPDATE {table} SET {value} = %s, {version} = {version} + 1, {modified} = %s "
+GIVE_BACK = {vendor: statement.replace(_CAS_SET, _GIVE_BACK_SET) for vendor, statement in COMPARE_AND_SET.items()}
 
 # SQLite: the private connection's wait for the write lock, read and bounded around a give-back.
 SQLITE_BUSY_TIMEOUT = "PRAGMA busy_timeout"
@@ -246,7 +251,8 @@ def _bounded(vendor: str, statement: str) -> str:
 
 @cache
 def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int, lock_ms: int) -> Statements:
-    names = dict(quote, lock_wait=str(lock_wait), lock_ms=str(lock_ms))
+    identity = identity_read(vendor, Sequence._meta.db_table)
+    names = dict(quote, lock_wait=str(lock_wait), lock_ms=str(lock_ms), identity=identity)
     if vendor not in IF_MISSING:
         raise NotImplementedError(f"django-segment-seq supports PostgreSQL, MySQL/MariaDB and SQLite, not {vendor!r}.")
 

@@ -6,7 +6,8 @@ from django.db import connections
 from django.utils import timezone
 
 from django_segment_seq.allocator.blocks import Block, Row, next_block
-from django_segment_seq.db.history import server_history
+from django_segment_seq.db.history import server_history, unfenced_history, with_table
+from django_segment_seq.db.identity import table_identity
 from django_segment_seq.db.statements import statements_for
 from django_segment_seq.exceptions import SequenceNotFound
 
@@ -35,13 +36,14 @@ def take_block_locked(alias: str, name: str, count: int = 1, *, nowait: bool = F
         found = cursor.fetchone()
         if found is None:
             return None
-        value, _step, min_value, max_value, cycle, version, _history = found
+        value, _step, min_value, max_value, cycle, version, stored, table = found
         # `count` numbers, whatever the row's step: the step is for cached ranges, which gapless never uses.
         row = Row(int(value), count, int(min_value), int(max_value), bool(cycle), int(version))
         block = next_block(name, row, count)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         # No failover skip: a gapless number commits with the caller's rows, and a failover keeps both or neither.
-        history = server_history(connection)
+        current = with_table(server_history(connection), table_identity(connection, cursor, table or ""))
+        history = unfenced_history(stored or "", current)
         cursor.execute(sql.compare_and_set_locked, [block.last, now, history, name, row.value, row.version])
     return block
 

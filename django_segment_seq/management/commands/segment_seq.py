@@ -24,6 +24,7 @@ SUBCOMMANDS = (
     "django_segment_seq.management.subcommands.gaps.Gaps",
     "django_segment_seq.management.subcommands.leases.Leases",
     "django_segment_seq.management.subcommands.import_sequences.ImportSequences",
+    "django_segment_seq.management.subcommands.advance.Advance",
     "django_segment_seq.management.subcommands.client.ClientCommand",
     "django_segment_seq.management.subcommands.redis_check.RedisCheck",
 )
@@ -45,8 +46,8 @@ class Command(BaseCommand):
     help = (
         "List, show and tune sequences; move one past the values stored in its column (sync), fill empty values "
         "(backfill), list the gaps of its series (gaps) or the Snowflake worker leases (leases), and carry "
-        "django-sequences' rows over (import-sequences); the ID service's clients (client); check a Redis "
-        "(redis-check)."
+        "django-sequences' rows over (import-sequences); move every row forward after a restore (advance); "
+        "the ID service's clients (client); check a Redis (redis-check)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

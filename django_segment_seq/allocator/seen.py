@@ -1,0 +1,41 @@
+"""What this process last wrote to each Sequence row: a row found behind it (an older version) was put back by a
+restore, and its next range must skip past every number this process, or any other, took since the backup."""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+
+class Seen(NamedTuple):
+    """The row's version after this process's latest range from it, and the highest number it ever held there."""
+
+    version: int
+    highest: int
+
+
+_seen: dict[tuple[str, str], Seen] = {}
+_guard = threading.Lock()
+
+
+def last_seen(alias: str, name: str) -> Seen | None:
+    return _seen.get((alias, name))
+
+
+def note(alias: str, name: str, version: int, last: int) -> None:
+    """A committed range ending at `last` left the row at `version` (after a restore, below the one noted before)."""
+    with _guard:
+        before = _seen.get((alias, name))
+        _seen[(alias, name)] = Seen(version, last if before is None else max(before.highest, last))
+
+
+def went_back(alias: str, name: str, version: int) -> Seen | None:
+    """What this process saw of the row, if the row's `version` is now below it (a restore); else None."""
+    seen = _seen.get((alias, name))
+    return seen if seen is not None and version < seen.version else None
+
+
+def forget() -> None:
+    """Forget every row (with the cached ranges: the rows may have been deleted or reset on purpose)."""
+    with _guard:
+        _seen.clear()
