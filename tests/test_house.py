@@ -200,3 +200,18 @@ def crossings_in(source: str, dotted: str = "django_segment_seq.flow.example") -
 )
 def test_the_private_name_rule_finds_what_it_should(source: str, expected: list[str]) -> None:
     assert crossings_in(source) == expected
+
+
+# The longest a function of the package may be: past it, a reader no longer sees it whole.
+MAX_FUNCTION_LINES = 60
+
+
+def test_no_function_is_longer_than_a_screen() -> None:
+    too_long = [
+        f"{module.where}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for module in modules()
+        for node in ast.walk(module.tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines: {too_long}"

@@ -94,6 +94,19 @@ class _Plan:
     held_version: int | None = None
     galera: bool = False
 
+    @classmethod
+    def begin(cls, caller: BaseDatabaseWrapper | None, state: Session, settings: dict[str, Any]) -> _Plan:
+        """The first attempt's plan: on the caller's connection when it can carry the block, bounded by LOCK_TIMEOUT."""
+        started = time.monotonic()
+        return cls(
+            caller,
+            caller is not None and state is Session.IN_TRANSACTION,
+            caller is not None and caller_carries(caller, state),
+            started + settings["LOCK_TIMEOUT"],
+            settings["LOCK_TIMEOUT"],
+            started,
+        )
+
     def learn_cluster(self, connection: BaseDatabaseWrapper, settings: dict[str, Any]) -> None:
         """After a row found busy or a failure: on a Galera node, wait as long as CLUSTER_PAUSE from the start."""
         if self.galera or not on_galera(connection):
@@ -129,29 +142,10 @@ def allocate(
     state = Session.UNUSABLE if caller is None else callers.session(caller)
     if caller is not None and state is Session.IN_TRANSACTION and callers.known_to_hold(caller, name):
         return _inside(caller, alias, name, wanted, settings, result)
-    in_transaction = caller is not None and state is Session.IN_TRANSACTION
-    started = time.monotonic()
-    plan = _Plan(
-        caller,
-        in_transaction,
-        caller is not None and caller_carries(caller, state),
-        started + settings["LOCK_TIMEOUT"],
-        settings["LOCK_TIMEOUT"],
-        started,
-    )
+    plan = _Plan.begin(caller, state, settings)
     while True:
         try:
-            with attempt_on(alias, caller if plan.use_caller else None) as connection:
-                create_here = create and not plan.ask_caller
-                try:
-                    _compare_and_set(
-                        connection, alias, name, wanted, settings, result, prefer, create_here, plan.use_caller
-                    )
-                except PAUSE_SIGNS:
-                    plan.learn_cluster(connection, settings)
-                    if not plan.use_caller:
-                        refuse_if_unfit(alias, connection)  # a node no longer fit: the next attempt goes elsewhere
-                    raise
+            _attempt(plan, alias, name, wanted, settings, result, prefer=prefer, create=create)
             return result
         except RowMissing:
             if not create:
@@ -170,8 +164,31 @@ def allocate(
             result.failures += 1
             if result.failures > settings["CONNECTION_RETRIES"] and not plan.paused():
                 raise SequenceUnavailable(name, alias, result.failures, exc) from exc
-            plan.use_caller = use_caller_next(caller, plan.use_caller)
+            plan.use_caller = use_caller_next(plan.caller, plan.use_caller)
             backoff(result.failures, settings["MAX_BACKOFF"])
+
+
+def _attempt(
+    plan: _Plan,
+    alias: str,
+    name: str,
+    wanted: int,
+    settings: dict[str, Any],
+    result: Allocation,
+    *,
+    prefer: int,
+    create: bool,
+) -> None:
+    """One try on the connection the plan names; a failure that looks like a Galera pause teaches the plan."""
+    with attempt_on(alias, plan.caller if plan.use_caller else None) as connection:
+        create_here = create and not plan.ask_caller
+        try:
+            _compare_and_set(connection, alias, name, wanted, settings, result, prefer, create_here, plan.use_caller)
+        except PAUSE_SIGNS:
+            plan.learn_cluster(connection, settings)
+            if not plan.use_caller:
+                refuse_if_unfit(alias, connection)  # a node no longer fit: the next attempt goes elsewhere
+            raise
 
 
 def _in_caller_if_its_row(
@@ -284,64 +301,88 @@ def _compare_and_set(
     create: bool,
     on_caller: bool,
 ) -> None:
+    """Take the next block on `connection`, outside any transaction, and make sure it committed before it is used."""
     sql = statements_for(connection, settings["LOCK_TIMEOUT"])
     history = server_history(connection)
     try:
         with connection.cursor() as cursor, write_transaction(cursor, sql, callers=on_caller):
-            while True:
-                try:
-                    row = _read_unless_locked(cursor, sql, name, result)
-                except DatabaseError as exc:
-                    # A locking read under a REPEATABLE READ or SERIALIZABLE server default can lose too.
-                    if not is_lost_race(exc):
-                        raise
-                    _lost(result, name, settings)
-                    continue
-                if row is None:
-                    if seen.last_seen(alias, name) is not None:
-                        # Never made again by a process that used it: a restore may be re-creating its table,
-                        # and the row it brings back would then meet this one (waited for as a row held).
-                        raise RowBusy("the row this process took ranges from is gone (a restore under way?)")
-                    if not create:
-                        raise RowMissing
-                    result.round_trips += 1
-                    create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
-                    continue
-                current = with_table(history, table_identity(connection, cursor, row.table))
-                skip, why = _skip(alias, name, row, current, settings["FAILOVER_SKIP"])
-                block = next_block(name, row, wanted, prefer, skip)
-                now = connection.ops.adapt_datetimefield_value(timezone.now())
-                result.round_trips += 1
-                if _try_compare_and_set(
-                    cursor, sql.compare_and_set, [block.last, now, current, name, row.value, row.version]
-                ):
-                    if skip:
-                        logger.warning(
-                            "Sequence %r: %s: skipped numbers %d to %d (FAILOVER_SKIP).",
-                            name, why, row.value + 1, row.value + skip,
-                        )  # fmt: skip
-                    break
-                _lost(result, name, settings)
+            row, block = _take_block(
+                connection, cursor, sql, history, alias, name, wanted, settings, result, prefer, create
+            )
     except DatabaseError as exc:
         if is_lock_timeout(exc):
             raise RowBusy(str(exc)) from exc
         raise
-    if not callers.committed(connection):
-        if callers.session(connection) is Session.UNUSABLE:
-            # The session died after the last statement: whether the block committed is unknown, so it is
-            # never handed out (a gap at worst), and the attempt is retried on another connection.
-            raise OperationalError(f"the connection to database {alias!r} was lost before the allocation was known")
-        # Autocommit was turned off on the session behind Django's back (an init_command, a server
-        # default): the block would vanish with the session, so it is never handed out.
-        connection.connection.rollback()
-        raise SequenceMisconfigured(
-            name,
-            f"the connection to database {alias!r} left the allocation uncommitted: its session does not "
-            "run in autocommit (check OPTIONS such as init_command, and the server's autocommit default)",
-        )
+    _require_committed(connection, alias, name)
     result.block, result.step, result.version = block, row.step, row.version + 1
     result.row = row
     seen.note(alias, name, row.version + 1, block.last)
+
+
+def _take_block(
+    connection: BaseDatabaseWrapper,
+    cursor: Any,
+    sql: Statements,
+    history: str,
+    alias: str,
+    name: str,
+    wanted: int,
+    settings: dict[str, Any],
+    result: Allocation,
+    prefer: int,
+    create: bool,
+) -> tuple[Row, Block]:
+    """Read the row and move it past the next block by compare-and-set, again after each lost race."""
+    while True:
+        try:
+            row = _read_unless_locked(cursor, sql, name, result)
+        except DatabaseError as exc:
+            # A locking read under a REPEATABLE READ or SERIALIZABLE server default can lose too.
+            if not is_lost_race(exc):
+                raise
+            _lost(result, name, settings)
+            continue
+        if row is None:
+            if seen.last_seen(alias, name) is not None:
+                # Never made again by a process that used it: a restore may be re-creating its table,
+                # and the row it brings back would then meet this one (waited for as a row held).
+                raise RowBusy("the row this process took ranges from is gone (a restore under way?)")
+            if not create:
+                raise RowMissing
+            result.round_trips += 1
+            create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
+            continue
+        current = with_table(history, table_identity(connection, cursor, row.table))
+        skip, why = _skip(alias, name, row, current, settings["FAILOVER_SKIP"])
+        block = next_block(name, row, wanted, prefer, skip)
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
+        result.round_trips += 1
+        if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, current, name, row.value, row.version]):
+            if skip:
+                logger.warning(
+                    "Sequence %r: %s: skipped numbers %d to %d (FAILOVER_SKIP).",
+                    name, why, row.value + 1, row.value + skip,
+                )  # fmt: skip
+            return row, block
+        _lost(result, name, settings)
+
+
+def _require_committed(connection: BaseDatabaseWrapper, alias: str, name: str) -> None:
+    """A block is handed out only once the driver says it is committed: never from a session that lost autocommit."""
+    if callers.committed(connection):
+        return
+    if callers.session(connection) is Session.UNUSABLE:
+        # The session died after the last statement: whether the block committed is unknown, so it is
+        # never handed out (a gap at worst), and the attempt is retried on another connection.
+        raise OperationalError(f"the connection to database {alias!r} was lost before the allocation was known")
+    # Autocommit was turned off on the session behind Django's back (an init_command, a server
+    # default): the block would vanish with the session, so it is never handed out.
+    connection.connection.rollback()
+    raise SequenceMisconfigured(
+        name,
+        f"the connection to database {alias!r} left the allocation uncommitted: its session does not "
+        "run in autocommit (check OPTIONS such as init_command, and the server's autocommit default)",
+    )
 
 
 def _skip(alias: str, name: str, row: Row, current: str, skip: int) -> tuple[int, str]:
