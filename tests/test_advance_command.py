@@ -53,7 +53,7 @@ def test_by_and_names_move_only_those_rows():
     ("args", "message"),
     [
         (["--by", "0"], "--by must be at least 1"),
-        (["--database", "nowhere"], "No database 'nowhere'"),
+        (["--database", "nowhere"], "'nowhere' names no database"),
         (["missing"], "No sequence named 'missing'"),
     ],
 )
