@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from django import forms
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
@@ -54,13 +54,20 @@ class VoidActionMixin(_Mixin):
 
     void_field: str | None = None
 
-    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
-        actions: dict[str, Any] = super().get_actions(request)
-        if request.user.has_perm(f"{VoidedNumber._meta.app_label}.add_{VoidedNumber._meta.model_name}"):
-            description = _("Void selected %(verbose_name_plural)s") % {
-                "verbose_name_plural": self.model._meta.verbose_name_plural
-            }
-            actions[ACTION] = (type(self).void_selected, ACTION, description)
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
+        # Django 6.1 passes where the actions are shown (ActionLocation, the change list or one object's form) and
+        # warns about an override without it; earlier releases know no such argument. Each release packs the
+        # action its own way through get_action(), which leaves it out where it does not belong.
+        if action_location is None:
+            actions: dict[str, Any] = super().get_actions(request)
+            action = self.get_action(type(self).void_selected)
+        else:
+            actions = super().get_actions(request, action_location=action_location)  # type: ignore[call-arg,unused-ignore]
+            action = self.get_action(type(self).void_selected, action_location)  # type: ignore[call-arg,unused-ignore]
+        if action is not None and request.user.has_perm(
+            f"{VoidedNumber._meta.app_label}.add_{VoidedNumber._meta.model_name}"
+        ):
+            actions[ACTION] = action
         return actions
 
     def voided_field(self) -> SequenceFieldBase:
@@ -76,6 +83,7 @@ class VoidActionMixin(_Mixin):
             )
         return found[0]
 
+    @admin.action(description=_("Void selected %(verbose_name_plural)s"))
     def void_selected(self, request: HttpRequest, queryset: models.QuerySet[Any]) -> TemplateResponse | None:
         """Asks for the reason, then voids each selected row's number; refusals are listed, nothing else changes."""
         field = self.voided_field()
