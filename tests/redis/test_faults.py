@@ -17,7 +17,8 @@ from tests.conftest import assert_unique
 from tests.redis.conftest import tier
 from tests.support.redis_servers import Forwarder, RedisServer
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Worker processes under faults: the whole suite runs them on every backend, the core suite leaves them out.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processes]
 
 WORKERS = 3
 SECONDS = 3.0

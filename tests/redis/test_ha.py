@@ -19,7 +19,8 @@ from tests.redis.conftest import tier
 from tests.redis.test_faults import WORKERS, report
 from tests.support.redis_servers import RedisServer, Sentinel, start_cluster
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Worker processes under faults: the whole suite runs them on every backend, the core suite leaves them out.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processes]
 
 
 def wait_for(condition, what: str, timeout: float = 30) -> float:
