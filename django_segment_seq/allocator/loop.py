@@ -38,7 +38,7 @@ from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
 from django_segment_seq.db.history import server_history, unfenced_history, with_table
-from django_segment_seq.db.identity import table_identity
+from django_segment_seq.db.identity import current_identity, table_identity
 from django_segment_seq.db.nodes import on_galera
 from django_segment_seq.db.statements import Statements, statements_for
 from django_segment_seq.exceptions import (
@@ -306,7 +306,7 @@ def _compare_and_set(
     history = server_history(connection)
     try:
         with connection.cursor() as cursor, write_transaction(cursor, sql, callers=on_caller):
-            row, block = _take_block(
+            row, block, table = _take_block(
                 connection, cursor, sql, history, alias, name, wanted, settings, result, prefer, create
             )
     except DatabaseError as exc:
@@ -316,7 +316,7 @@ def _compare_and_set(
     _require_committed(connection, alias, name)
     result.block, result.step, result.version = block, row.step, row.version + 1
     result.row = row
-    seen.note(alias, name, row.version + 1, block.last)
+    seen.note(alias, name, row.version + 1, block.last, table)
 
 
 def _take_block(
@@ -331,8 +331,9 @@ def _take_block(
     result: Allocation,
     prefer: int,
     create: bool,
-) -> tuple[Row, Block]:
-    """Read the row and move it past the next block by compare-and-set, again after each lost race."""
+) -> tuple[Row, Block, str]:
+    """Read the row and move it past the next block by compare-and-set, again after each lost race; the row as
+    read, the block and the table's identity."""
     while True:
         try:
             row = _read_unless_locked(cursor, sql, name, result)
@@ -343,16 +344,14 @@ def _take_block(
             _lost(result, name, settings)
             continue
         if row is None:
-            if seen.last_seen(alias, name) is not None:
-                # Never made again by a process that used it: a restore may be re-creating its table,
-                # and the row it brings back would then meet this one (waited for as a row held).
-                raise RowBusy("the row this process took ranges from is gone (a restore under way?)")
             if not create:
                 raise RowMissing
+            _refuse_a_table_being_restored(connection, cursor, alias, name)
             result.round_trips += 1
             create_row(connection, cursor, sql.insert_if_missing, alias, name, settings)
             continue
-        current = with_table(history, table_identity(connection, cursor, row.table))
+        table = table_identity(connection, cursor, row.table)
+        current = with_table(history, table)
         skip, why = _skip(alias, name, row, current, settings["FAILOVER_SKIP"])
         block = next_block(name, row, wanted, prefer, skip)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
@@ -363,8 +362,20 @@ def _take_block(
                     "Sequence %r: %s: skipped numbers %d to %d (FAILOVER_SKIP).",
                     name, why, row.value + 1, row.value + skip,
                 )  # fmt: skip
-            return row, block
+            return row, block, table
         _lost(result, name, settings)
+
+
+def _refuse_a_table_being_restored(connection: BaseDatabaseWrapper, cursor: Any, alias: str, name: str) -> None:
+    """A row this process took ranges from is missing. In the same table it was deleted on purpose (a test's flush,
+    a reset) and is made anew; in a table made since, a restore is loading it, and the row it brings back would meet
+    a new one: waited for as a row held (RowBusy), within LOCK_TIMEOUT."""
+    before = seen.last_seen(alias, name)
+    if before is None:
+        return
+    if before.table and current_identity(connection, cursor) != before.table:
+        raise RowBusy("the Sequence table was made again since this process took ranges from the row (a restore?)")
+    seen.drop(alias, name)
 
 
 def _require_committed(connection: BaseDatabaseWrapper, alias: str, name: str) -> None:

@@ -47,6 +47,18 @@ def identity_read(vendor: str, table_name: str) -> str:
     return IDENTITY_READ.get(vendor, "''").format(table_name=table_name.replace("'", "''"))
 
 
+def current_identity(connection: BaseDatabaseWrapper, cursor: Any) -> str:
+    """The table's identity read without a row (the row is missing): the oid of its name, or InnoDB's id."""
+    if connection.vendor == "postgresql":
+        cursor.execute("SELECT to_regclass(%s)::oid::text", [connection.ops.quote_name(Sequence._meta.db_table)])
+    elif connection.vendor == "mysql":
+        cursor.execute("SELECT " + identity_read("mysql", Sequence._meta.db_table))
+    else:
+        return ""
+    found = cursor.fetchone()
+    return table_identity(connection, cursor, "" if found is None or found[0] is None else str(found[0]))
+
+
 def table_identity(connection: BaseDatabaseWrapper, cursor: Any, read: str) -> str:
     """The table's identity from what identity_read() gave in the row's statement, on the same transaction.
 

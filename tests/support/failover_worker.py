@@ -5,7 +5,8 @@ creates the app's tables and the SEQUENCES rows (through the ORM, as a project m
 the sequence SEGMENT_SEQ_TEST_SEQUENCE) and `snowflake` (Snowflake ids) write {"numbers": [...], "errors": {name:
 count}, "longest_pause": s, "marked": n} to OUT. A taker set up touches OUT.ready, then waits for the file
 SEGMENT_SEQ_TEST_GO if one is named, so its start is the test's to choose; "marked" is how many numbers it had
-when the file SEGMENT_SEQ_TEST_MARK appeared (the test's crash of the primary), or None.
+when the file SEGMENT_SEQ_TEST_MARK appeared (the test's crash of the primary), or None. With
+SEGMENT_SEQ_TEST_NO_ROW_MEMORY set, a taker keeps no memory of what it wrote to the rows, as a process restarted.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def configure(hosts: str, ports: str, database: str, segment_seq: dict[str, obje
 
 def take(out: str, stop: str, snowflake: bool = False) -> None:
     from django_segment_seq import next_snowflake, next_value
+    from django_segment_seq.allocator import seen
+
+    forget = bool(os.environ.get("SEGMENT_SEQ_TEST_NO_ROW_MEMORY"))
 
     name = os.environ.get("SEGMENT_SEQ_TEST_SEQUENCE", "")
     go, mark = os.environ.get("SEGMENT_SEQ_TEST_GO"), os.environ.get("SEGMENT_SEQ_TEST_MARK", "")
@@ -61,6 +65,8 @@ def take(out: str, stop: str, snowflake: bool = False) -> None:
     while not os.path.exists(stop):
         if marked is None and mark and os.path.exists(mark):
             marked = len(numbers)
+        if forget:
+            seen.forget()
         try:
             numbers.append(next_snowflake() if snowflake else next_value(name))
         except Exception as exc:  # noqa: BLE001 - every kind is counted: the test allows SequenceUnavailable only
