@@ -1,24 +1,11 @@
 """The connections benchmark in its smoke size (4 processes): every part runs and reports, and no number repeats."""
 
 import json
-import subprocess
-import sys
 
 from django.conf import settings
 
-from tests.conftest import ROOT, assert_unique
-
-
-def run_benchmark(*args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, *args, "--smoke", "--db", settings.BACKEND],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
-    return done
+from tests.conftest import assert_unique
+from tests.support.benchmarks import run_benchmark
 
 
 def numbers_in(folder, part: str) -> list[int]:
