@@ -9,6 +9,7 @@ __all__ = [
     "SequenceExhausted",
     "SequenceMisconfigured",
     "SequenceNotFound",
+    "SequenceRedisUnavailable",
     "SequenceScopeError",
     "SequenceUnavailable",
 ]
@@ -54,6 +55,21 @@ class SequenceUnavailable(SequenceError):
         self.alias = alias
         self.attempts = attempts
         super().__init__(f"Sequence {name!r}: database {alias!r} failed {attempts} times in a row, last with: {error}")
+
+
+class SequenceRedisUnavailable(SequenceUnavailable):
+    """Redis failed for a row on the Redis tier with FALLBACK off: calls for such rows fail at once for a while."""
+
+    def __init__(self, name: str, alias: str, error: BaseException, retry_after: float) -> None:
+        SequenceError.__init__(
+            self,
+            f"Sequence {name!r}: Redis failed ({error}). FALLBACK is off, so every call for a row on the Redis tier "
+            f"fails at once for RETRY_AFTER ({retry_after:g} s) after a Redis error, then Redis is asked again.",
+        )
+        self.name = name
+        self.alias = alias
+        self.attempts = 1
+        self.retry_after = retry_after
 
 
 class SequenceNotFound(SequenceError):

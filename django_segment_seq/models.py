@@ -1,9 +1,10 @@
 """The app's models as Django and migrations find them: the Sequence table, the concealed formats' keys,
-Snowflake's worker leases, the register of voided numbers and the ID service's clients."""
+Snowflake's worker leases, the register of voided numbers, the ID service's clients and the deployment's identity."""
 
 from django_segment_seq.audit.models import VoidedNumber
 from django_segment_seq.db.columns import column_of, concrete_field
 from django_segment_seq.db.concealed_formats import ConcealedFormat
+from django_segment_seq.db.deployment import Deployment
 from django_segment_seq.db.rownames import validate_sequence_name
 from django_segment_seq.db.table import CounterValueField, Sequence
 from django_segment_seq.service.models import Client
@@ -14,6 +15,7 @@ __all__ = [
     "Client",
     "ConcealedFormat",
     "CounterValueField",
+    "Deployment",
     "Sequence",
     "VoidedNumber",
     "WorkerLease",

@@ -1,7 +1,9 @@
 """The one redis-py client of this process, made from SEGMENT_SEQ["REDIS"], with redis-py's retries turned off.
 
-redis-py re-sends a command up to ten times by default after a connection error; a re-sent INSTALL
-could place one super-segment in Redis twice. Here nothing is re-sent: a lost reply is a gap. The
+redis-py re-sends a command up to ten times by default after a connection error, and its RedisCluster
+(5.x) re-sends one `cluster_error_retry_attempts` times more whatever its connections' retry says; a
+re-sent INSTALL could place one super-segment in Redis twice. Here nothing is re-sent, at either level,
+on any release: a lost reply is a gap. The
 client is made on first use and again after a settings change; redis-py drops a forked parent's
 connections itself.
 """
@@ -18,6 +20,7 @@ from django.dispatch import receiver
 
 from django_segment_seq.conf import SETTING_NAME
 from django_segment_seq.redistier import scripts
+from django_segment_seq.redistier.config import RETRY_OPTIONS
 
 # Short timeouts: an unreachable Redis sends the process to the table (FALLBACK) within a fraction of a second.
 DEFAULT_OPTIONS = {"socket_timeout": 0.5, "socket_connect_timeout": 0.5}
@@ -32,6 +35,7 @@ class Tier:
         self.install = client.register_script(scripts.INSTALL)
         self.release = client.register_script(scripts.RELEASE)
         self.read = client.register_script(scripts.READ)
+        self.retire = client.register_script(scripts.RETIRE)
 
 
 _tier: Tier | None = None
@@ -49,12 +53,13 @@ def tier(raw: dict[str, Any]) -> Tier:
 
 
 def make_client(raw: dict[str, Any]) -> Any:
-    """A redis-py client for LOCATION, CACHE, SENTINELS or CLUSTER, never retrying a command."""
+    """A redis-py client for LOCATION, CACHE, SENTINELS or CLUSTER, never re-sending a command."""
     import redis  # the redis extra: imported only when the tier is configured
     from redis.backoff import NoBackoff  # the redis extra, as above
     from redis.retry import Retry  # the redis extra, as above
 
-    options: dict[str, Any] = {**DEFAULT_OPTIONS, **raw["OPTIONS"], "retry": Retry(NoBackoff(), 0)}
+    given = {**cache_options(raw), **raw["OPTIONS"]}
+    options: dict[str, Any] = {**DEFAULT_OPTIONS, **given, "retry": Retry(NoBackoff(), 0)}
     if raw["SENTINELS"]:
         from redis.sentinel import Sentinel  # the redis extra, as above
 
@@ -64,10 +69,19 @@ def make_client(raw: dict[str, Any]) -> Any:
         return sentinel.master_for(raw["SERVICE"])  # type: ignore[no-untyped-call]
     url = location(raw)
     if raw["CLUSTER"]:
-        from redis.cluster import RedisCluster  # the redis extra, as above
-
-        return RedisCluster.from_url(url, **options)
+        return cluster_client(url, options)
     return redis.Redis.from_url(url, **options)
+
+
+def cluster_client(url: str, options: dict[str, Any]) -> Any:
+    """A RedisCluster whose own loop re-sends nothing either: redis-py 5.x re-sends a command that met a timeout
+    `cluster_error_retry_attempts` times (3) whatever `retry` says; 6.0 and later count the `retry` given here."""
+    from redis.cluster import RedisCluster  # the redis extra, as above
+
+    client = RedisCluster.from_url(url, **options)
+    if hasattr(client, "cluster_error_retry_attempts"):
+        client.cluster_error_retry_attempts = 0
+    return client
 
 
 def location(raw: dict[str, Any]) -> str:
@@ -76,6 +90,29 @@ def location(raw: dict[str, Any]) -> str:
     if isinstance(where, (list, tuple)):
         where = where[0]
     return str(where) if "://" in str(where) else f"redis://{where}"
+
+
+# Options of a CACHES alias that are the cache's own business, not redis-py's: Django's RedisCache
+# (pool_class, parser_class, serializer) and django-redis (the upper-case ones, read below).
+CACHE_ONLY = frozenset({"pool_class", "parser_class", "serializer"})
+# django-redis's names for redis-py's options.
+DJANGO_REDIS_NAMES = {"PASSWORD": "password", "SOCKET_TIMEOUT": "socket_timeout"}
+DJANGO_REDIS_NAMES["SOCKET_CONNECT_TIMEOUT"] = "socket_connect_timeout"
+
+
+def cache_options(raw: dict[str, Any]) -> dict[str, Any]:
+    """The redis-py options of the CACHES alias CACHE (database, password, TLS and the like), never its retries.
+
+    Django's RedisCache hands its OPTIONS to redis-py's ConnectionPool; django-redis names a few in capitals and
+    the rest in CONNECTION_POOL_KWARGS. The tier's own OPTIONS come on top of these.
+    """
+    if not raw["CACHE"]:
+        return {}
+    given = dict(django_settings.CACHES[raw["CACHE"]].get("OPTIONS") or {})
+    found = {DJANGO_REDIS_NAMES[key]: value for key, value in given.items() if key in DJANGO_REDIS_NAMES}
+    found.update(given.get("CONNECTION_POOL_KWARGS") or {})
+    found.update({key: value for key, value in given.items() if key.islower() and key not in CACHE_ONLY})
+    return {key: value for key, value in found.items() if key not in RETRY_OPTIONS}
 
 
 def forget() -> None:

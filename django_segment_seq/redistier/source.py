@@ -27,8 +27,8 @@ from django_segment_seq.allocator import loop
 from django_segment_seq.allocator.blocks import Block
 from django_segment_seq.allocator.loop import Allocation
 from django_segment_seq.conf import SETTING_NAME, app_settings
-from django_segment_seq.exceptions import SequenceUnavailable
-from django_segment_seq.redistier import clients
+from django_segment_seq.exceptions import SequenceRedisUnavailable
+from django_segment_seq.redistier import clients, table
 from django_segment_seq.redistier.config import TierConfig, tier_config
 from django_segment_seq.redistier.identity import deployment
 
@@ -68,6 +68,13 @@ class _Request:
 
 # Monotonic time before which Redis is not asked (after an error); per process.
 _skip_until = 0.0
+# Per row, monotonic time before which its blocks come from the table: a refill elsewhere was slow or stuck.
+_stalled: dict[tuple[str, str], float] = {}
+# With FALLBACK on, how long a process that finds the row empty waits for another process's refill before it
+# takes its block from the table: an orphaned lease or a late INSTALL reply costs callers this, not the lease.
+REFILL_WAIT = 0.1
+# And for how long that row's blocks then come from the table in that process, before Redis is asked again.
+STALL_SKIP = 1.0
 # Rows found cycling: off the tier in this process (the system check refuses them too).
 _refused: set[tuple[str, str]] = set()
 # Per row, the most numbers its limits allow in one super-segment (a 64th of min..max) and its step, as last seen.
@@ -95,15 +102,23 @@ def allocate(
     except (DatabaseError, InterfaceError):
         return loop.allocate(alias, name, wanted, prefer=prefer, create=create, background=background)
     request = _Request(alias, name, wanted, prefer, create, background, config)
-    if time.monotonic() < _skip_until:
+    if time.monotonic() < max(_skip_until, _stalled.get((alias, name), 0.0)):
         if not config.fallback:
-            error = redis.ConnectionError(f"Redis failed less than RETRY_AFTER ({config.retry_after:g} s) ago")
-            raise SequenceUnavailable(name, "redis", 1, error)
+            error = redis.ConnectionError(f"it failed less than RETRY_AFTER ({config.retry_after:g} s) ago")
+            raise SequenceRedisUnavailable(name, alias, error, config.retry_after)
         return _from_table(request)
     try:
         return _from_redis(request)
-    except redis.RedisError as exc:
+    except redis_errors() as exc:
         return _after_error(request, exc)
+
+
+def redis_errors() -> tuple[type[Exception], ...]:
+    """What redis-py raises when Redis fails: its RedisError, and RedisClusterException (a cluster it cannot
+    reach), which is not one."""
+    from redis.exceptions import RedisClusterException, RedisError  # the redis extra, as in allocate()
+
+    return (RedisError, RedisClusterException)
 
 
 def state_keys(config: TierConfig, alias: str, name: str) -> tuple[str, str]:
@@ -123,9 +138,9 @@ def _from_redis(request: _Request) -> Allocation:
     tier = clients.tier(config.raw)
     key, lease = state_keys(config, request.alias, request.name)
     want = min(max(request.wanted, request.prefer or config.max_block), config.max_block)
-    # A refill in flight elsewhere is waited for as long as its lease can last: 100 processes that gave up
-    # sooner would all take their blocks from the table at once.
-    deadline = time.monotonic() + _lease_seconds()
+    # A refill in flight elsewhere is waited for a moment with FALLBACK on (then the table serves this call, and
+    # this row's next calls while the lease can last), else as long as its lease can last.
+    deadline = time.monotonic() + (REFILL_WAIT if config.fallback else _lease_seconds())
     pause = 0.001
     while True:
         reply = tier.take(keys=[key], args=[request.wanted, want, config.refill_at])
@@ -151,7 +166,9 @@ def _from_redis(request: _Request) -> Allocation:
         if installed:
             continue
         if time.monotonic() >= deadline:
-            return _from_table(request)  # another process's refill is stuck: the table serves meanwhile
+            if config.fallback:  # another process's refill is slow or stuck: the table serves meanwhile
+                _stalled[(request.alias, request.name)] = time.monotonic() + STALL_SKIP
+            return _from_table(request)
         time.sleep(pause)
         pause = min(pause * 2, 0.02)
 
@@ -161,9 +178,9 @@ def _refill(
 ) -> tuple[bool, RedisAllocation | None]:
     """Reserve a super-segment from the table and offer it to Redis once, under the row's lease.
 
-    Returns (installed, own): `own` is an allocation to hand out directly instead (a block taken in
-    the caller's transaction, a cycling row, or an urgent super-segment Redis refused, which never
-    entered it).
+    Returns (installed, own): `own` is an allocation to hand out directly instead (a block taken in the
+    caller's transaction, or a cycling row). A super-segment Redis refused is never handed out: the same
+    INSTALL sent twice finds its own super-segment there, which other processes take blocks of.
     """
     token = secrets.token_hex(8)
     if not tier.client.set(lease, token, nx=True, px=int(1000 * _lease_seconds())):
@@ -182,14 +199,9 @@ def _refill(
         if _keep_off_redis(request, reservation):
             return False, _merged(reservation, request.result)
         _add_costs(request.result, reservation)
-        code = _install(request, tier, key, reservation.block)
-        if code == 0:
-            if urgent:
-                return False, _merged(reservation, request.result)
-            _abandon(request, reservation.block, "Redis refused it (another process's refill came first)")
-            return False, None
-        request.result.redis_refills += 1
-        return True, None
+        if _skipped(reservation):  # the table's fence skipped (a restore or failover it saw): Redis's states are older
+            _retire(request, tier, key, reservation.block.first - 1, "the table skipped ahead (a restore or failover)")
+        return _install(request, tier, key, reservation.block), None
     finally:
         with contextlib.suppress(Exception):  # the lease expires by itself
             tier.release(keys=[lease], args=[token])
@@ -206,20 +218,48 @@ def _refill_ahead(request: _Request, tier: clients.Tier, key: str, lease: str) -
         logger.warning("Sequence %r: reserving the next super-segment for Redis failed: %s", request.name, exc)
 
 
-def _install(request: _Request, tier: clients.Tier, key: str, block: Block) -> int:
-    """INSTALL the super-segment, once; no clear answer abandons it (a gap) before the error goes on."""
+def _install(request: _Request, tier: clients.Tier, key: str, block: Block) -> bool:
+    """INSTALL the super-segment, once; no clear answer abandons it (a gap) before the error goes on.
+
+    True when Redis holds it now. A super-segment not above what Redis holds was lent by the table again: unless
+    a later reservation came first, the table went back (a restore) while Redis kept what it had lent before.
+    """
     try:
         reply = tier.install(keys=[key], args=[str(block.first - 1), block.size, pad(block.first), pad(block.last)])
     except Exception:
         _abandon(request, block, "Redis gave no clear answer to its INSTALL")
         raise
-    if len(reply) > 1:
+    code = int(reply[0])
+    if code == 1 and len(reply) > 1:
         request.result.redis_fenced += 1
         logger.warning(
-            "Sequence %r: Redis held a state made by another server process (run_id %s): replaced.",
+            "Sequence %r: Redis held a state made by another server process or history (%s): replaced.",
             request.name, _text(reply[1])[:12],
         )  # fmt: skip
-    return int(reply[0])
+    if code in (1, 2, 3):
+        request.result.redis_refills += int(code != 3)
+        return True
+    if code == 0:
+        top = int(_text(reply[1])) - BIGINT_OFFSET
+        if table.catch_up(request.alias, request.name, top):
+            _retire(request, tier, key, top, f"the table stood below {top}, the top of what it had lent Redis")
+            _abandon(request, block, "the table went back below what Redis holds (a restore?): moved past it")
+            return False
+    _abandon(request, block, "Redis refused it (another process's refill came first)")
+    return False
+
+
+def _skipped(reservation: Allocation) -> bool:
+    """Whether the table's fence skipped numbers before this reservation (a restore or failover it saw)."""
+    row = reservation.row
+    return row is not None and reservation.block.first - 1 > max(row.value, row.min_value - 1)
+
+
+def _retire(request: _Request, tier: clients.Tier, key: str, floor: int, why: str) -> None:
+    """Empty the row's state in Redis and refuse any super-segment at or below `floor` there from now on."""
+    tier.retire(keys=[key], args=[pad(floor)])
+    request.result.redis_fenced += 1
+    logger.warning("Sequence %r: the Redis state was emptied (its unused numbers are a gap): %s.", request.name, why)
 
 
 def _keep_off_redis(request: _Request, reservation: Allocation) -> bool:
@@ -265,7 +305,7 @@ def _after_error(request: _Request, error: Exception) -> Allocation:
     config = request.config
     _skip_until = time.monotonic() + config.retry_after
     if not config.fallback:
-        raise SequenceUnavailable(request.name, "redis", 1, error) from error
+        raise SequenceRedisUnavailable(request.name, request.alias, error, config.retry_after) from error
     logger.warning(
         "Sequence %r: Redis failed (%s): blocks come from the table for %g s.", request.name, error, config.retry_after
     )
@@ -304,6 +344,7 @@ def _forget(*, setting: str, **kwargs: Any) -> None:
     global _skip_until
     if setting in (SETTING_NAME, "CACHES"):
         _skip_until = 0.0
+        _stalled.clear()
         _refused.clear()
         _caps.clear()
         _steps.clear()

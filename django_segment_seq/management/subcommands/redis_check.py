@@ -31,7 +31,10 @@ class RedisCheck(Subcommand):
             raise CommandError("This Redis cannot carry the tier (see above).")
 
 
-RUN_ID_SCRIPT = "return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''"
+RUN_ID_SCRIPT = (
+    "return (string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '') .. ':' .. "
+    "(string.match(redis.call('INFO', 'replication'), 'master_replid:(%x+)') or '')"
+)
 
 
 def findings() -> list[tuple[str, str]]:
@@ -52,9 +55,11 @@ def findings() -> list[tuple[str, str]]:
 
 def _server_findings(client: Any, merged: dict[str, Any]) -> list[tuple[str, str]]:
     run_id = client.eval(RUN_ID_SCRIPT, 0)
-    run_id = run_id.decode() if isinstance(run_id, bytes) else str(run_id)
-    if len(run_id) != 40:
-        return [("error", "a script calling INFO server finds no run_id: the tier cannot fence, do not use it.")]
+    run_id, _, replid = (run_id.decode() if isinstance(run_id, bytes) else str(run_id)).partition(":")
+    if len(run_id) != 40 or len(replid) != 40:
+        return [
+            ("error", "a script calling INFO finds no run_id or master_replid: the tier cannot fence, do not use it.")
+        ]
     found = [("ok", f"scripts may call INFO; this server process's run_id is {run_id[:12]}…")]
     found.append(_eviction(client))
     try:
