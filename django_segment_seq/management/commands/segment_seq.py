@@ -27,6 +27,7 @@ SUBCOMMANDS = (
     "django_segment_seq.management.subcommands.advance.Advance",
     "django_segment_seq.management.subcommands.client.ClientCommand",
     "django_segment_seq.management.subcommands.redis_check.RedisCheck",
+    "django_segment_seq.management.subcommands.redis_identity.RedisIdentity",
 )
 
 
