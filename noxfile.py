@@ -34,19 +34,28 @@ class Cell:
 
     django: str
     python: str
-    suite: str  # "full" or "core"
+    suite: str  # "full", "core", or "redis" (tests/redis only)
     coverage: bool = False
+    redis: str = ""  # a redis-py release pinned over the newest one the test extra installs
+    backends: tuple[str, ...] = ()  # the backends it runs on; () for all
 
     @property
     def id(self) -> str:
-        return f"django{self.django}-py{self.python}"
+        pinned = f"-redis{self.redis}" if self.redis else ""
+        return f"django{self.django}-py{self.python}{pinned}"
 
+
+# The floor of the redis extra in pyproject.toml.
+REDIS_OLDEST = "5.0.8"
 
 # Upstream's supported releases (djangoproject.com/download): 6.1 and 6.0 need Python 3.12+, 5.2 is the LTS.
 CELLS = [
     Cell(django="6.1", python="3.13", suite="full"),
     Cell(django="6.0", python="3.12", suite="core"),
     Cell(django="5.2", python="3.11", suite="core", coverage=True),
+    # The oldest redis-py the redis extra allows (the others get the newest): its RedisCluster re-sends commands
+    # on its own. The Redis tier's tests only, on one backend: what differs is the client, not the table.
+    Cell(django="5.2", python="3.11", suite="redis", redis=REDIS_OLDEST, backends=("sqlite",)),
 ]
 
 # Left out of the core suite: the folders of tests that start many processes, kill them or restart servers, or
@@ -109,6 +118,8 @@ def tests(session: nox.Session, cell: Cell) -> None:
     with SEGMENT_SEQ_COVERAGE_REPORT set, which combines that data and checks the floor.
     """
     session.install("-e", ".[test,benchmark]", django_requirement(cell.django))  # benchmark: its smoke test
+    if cell.redis:
+        session.install(f"redis=={cell.redis}")
     # The project's own modules too (an editable install is not compiled): worker processes import them.
     session.run_install("python", "-m", "compileall", "-q", "django_segment_seq", "tests", "benchmarks")
     if os.environ.get("SEGMENT_SEQ_COVERAGE_REPORT"):
@@ -117,6 +128,8 @@ def tests(session: nox.Session, cell: Cell) -> None:
     args = list(session.posargs)
     if cell.suite == "core":
         args = [*(f"--ignore={folder}" for folder in NOT_CORE), "-m", "not processes", *args]
+    elif cell.suite == "redis":
+        args = ["tests/redis", *args]
     env = {"SEGMENT_SEQ_CELL": cell.id}
     data = os.environ.get("SEGMENT_SEQ_COVERAGE_DATA")
     if cell.coverage and data:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ["sqlite", "mariadb", "postgres"]
@@ -280,8 +281,8 @@ def run_matrix(pytest_args: list[str]) -> int:
         )
 
     backends = sorted(chosen, key=lambda b: -SLOWEST_FIRST.get(b, 0))
-    full = [test_job(cell, backend) for cell in installed if cell.suite == "full" for backend in backends]
-    core = [test_job(cell, backend) for cell in installed if cell.suite != "full" for backend in backends]
+    full = [test_job(cell, b) for cell in installed if cell.suite == "full" for b in backends if runs_on(cell, b)]
+    core = [test_job(cell, b) for cell in installed if cell.suite != "full" for b in backends if runs_on(cell, b)]
     steps = [] if picked else [Job(step, step, nox_command("-s", step)) for step in ["lint", "package", "docs"]]
     jobs = full + steps + core
     run_jobs(jobs, backend_jobs())
@@ -302,6 +303,11 @@ def run_matrix(pytest_args: list[str]) -> int:
         code = nox("-s", f"tests({cell.id})", "--no-install", env=dict(os.environ, SEGMENT_SEQ_COVERAGE_REPORT="1"))
         rows.append((f"{cell.id} coverage", {"failed": int(code != 0)}, "passed" if code == 0 else "FAILED"))
     return summary(rows)
+
+
+def runs_on(cell: Any, backend: str) -> bool:
+    """Whether the matrix runs `cell` on `backend`: a cell naming its backends runs on those only."""
+    return not cell.backends or backend in cell.backends
 
 
 # The order a cell's backends start in: the slowest first (PostgreSQL's whole suite is the run's longest job).
