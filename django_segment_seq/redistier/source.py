@@ -72,7 +72,7 @@ _skip_until = 0.0
 _stalled: dict[tuple[str, str], float] = {}
 # With FALLBACK on, how long a process that finds the row empty waits for another process's refill before it
 # takes its block from the table: an orphaned lease or a late INSTALL reply costs callers this, not the lease.
-REFILL_WAIT = 0.1
+REFILL_WAIT = 0.25
 # And for how long that row's blocks then come from the table in that process, before Redis is asked again.
 STALL_SKIP = 1.0
 # Rows found cycling: off the tier in this process (the system check refuses them too).
@@ -156,8 +156,8 @@ def _from_redis(request: _Request) -> Allocation:
         if code == -2:
             result.redis_fenced += 1
             logger.warning(
-                "Sequence %r: Redis held a state made by another server process (run_id %s): dropped, refilled "
-                "from the table (its unused numbers are a gap).",
+                "Sequence %r: Redis held a state made by another server process or history (%s): dropped, "
+                "refilled from the table (its unused numbers are a gap).",
                 request.name, _text(reply[1])[:12],
             )  # fmt: skip
         installed, own = _refill(request, tier, key, lease, urgent=True)

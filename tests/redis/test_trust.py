@@ -7,9 +7,11 @@ import os
 import signal
 import threading
 import time
+from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db import connections
 
 from django_segment_seq import models as app_models
 from django_segment_seq import next_value, next_values
@@ -210,12 +212,17 @@ def test_a_data_only_restore_with_advance_repeats_nothing_while_redis_keeps_its_
     numbers += take("r3", 600)  # past REFILL_AT: Redis holds the pending [1001, 3000] now
     restore("r3", backup)
     call_command("segment_seq", "advance", "--by", "1500", "r3")  # to 2,500: below Redis's 3,000
+    from django_segment_seq.redistier import state
+
+    assert state.held("default", "r3") is None  # emptied: nothing below the table's value is left in Redis
     numbers += list(next_values("r3", 50))  # more than MAX_BLOCK: straight from the table
     clear_cache()  # the rest of that block is this process's; the app's other processes take from Redis
     numbers += take("r3", 2500)
     repeats = len(numbers) - len(set(numbers))
     print(f"\n[restore, advance] {len(numbers)} numbers, {repeats} repeats")
     assert_unique(numbers)
+    held = state.held("default", "r3")
+    assert held is not None and held.first > 2500
 
 
 def test_the_table_found_below_what_it_lent_redis_is_moved_past_it(settings, redis_server):
@@ -274,6 +281,41 @@ def test_an_orphaned_lease_costs_fallback_callers_a_short_wait(settings, redis_s
     print(f"\n[orphaned lease] 30 numbers in {waited:.2f} s")
     assert_unique([*numbers, 1, 2, 3, 4, 5])
     assert waited < 2.0  # the lease would hold them 5 s
+
+
+def test_a_row_held_elsewhere_is_waited_for_once(settings, redis_server):
+    """A refill lease held elsewhere while the row is held by another transaction (a restore, `advance` with the
+    app running): a caller waited the whole lease (5 s), then the table's LOCK_TIMEOUT (2 s) on top."""
+    from django_segment_seq.exceptions import SequenceError
+
+    if connections["default"].vendor == "sqlite":
+        pytest.skip("SQLite has no row locks: a writer elsewhere is waited for by the table path's own rules")
+    use_tier(settings, redis_server.url)
+    take("r-held", 5)
+    redis_server.client().delete(key_of("r-held"))
+    redis_server.client().set(key_of("r-held") + ":lease", "held elsewhere", px=5000)
+    clear_cache()
+    release = hold_row("r-held")
+    started = time.monotonic()
+    try:
+        outcome = str(next_value("r-held"))
+    except SequenceError as exc:
+        outcome = type(exc).__name__
+    finally:
+        waited = time.monotonic() - started
+        release()
+    print(f"\n[row held] {outcome} after {waited:.2f} s")
+    assert waited < 4.5  # LOCK_TIMEOUT (2 s) and a moment, not the lease's 5 s before it
+
+
+def hold_row(name: str) -> Any:
+    """Another transaction holding row `name` (SELECT ... FOR UPDATE); closed by calling what this returns."""
+    other = connections.create_connection("default")
+    other.set_autocommit(False)
+    table = other.ops.quote_name(Sequence._meta.db_table)
+    with other.cursor() as cursor:
+        cursor.execute(f"SELECT value FROM {table} WHERE name = %s FOR UPDATE", [name])
+    return other.close
 
 
 def test_without_fallback_the_error_names_redis_and_retry_after(settings, redis_server):
