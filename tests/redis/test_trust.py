@@ -225,6 +225,28 @@ def test_a_data_only_restore_with_advance_repeats_nothing_while_redis_keeps_its_
     assert held is not None and held.first > 2500
 
 
+def test_a_super_segment_reserved_before_advance_is_refused_after_it(settings, redis_server):
+    """`advance` while the app runs: a refill reserved before it and installed after it would put a super-segment
+    below the table's new value into Redis. Redis refuses it (advance raised the state's top)."""
+    from django_segment_seq.allocator import loop
+    from django_segment_seq.redistier import state
+    from django_segment_seq.redistier.source import pad
+
+    use_tier(settings, redis_server.url)
+    take("r10", 5)
+    late = loop.allocate("default", "r10", 1, prefer=2000).block  # a refill in flight when advance runs
+    call_command("segment_seq", "advance", "--by", "100000", "r10")
+    advanced = Sequence.objects.get(name="r10").value
+    tier = clients.tier(tier_config().raw)  # type: ignore[union-attr]
+    reply = tier.install(keys=[key_of("r10")], args=[str(late.first - 1), late.size, pad(late.first), pad(late.last)])
+    print(
+        f"\n[install after advance] {late.first}..{late.last}: reply {reply}, Redis holds {state.held('default', 'r10')}"
+    )
+    assert int(reply[0]) == 0 and state.held("default", "r10") is None
+    clear_cache()  # a process started now (one running keeps its cached block: the margin covers it)
+    assert min(take("r10", 20)) > advanced
+
+
 def test_the_table_found_below_what_it_lent_redis_is_moved_past_it(settings, redis_server):
     """A restore handled without emptying Redis (`advance` before this release): the INSTALL Redis refuses as not
     above its top shows the table went back. The reservation is never handed out, the table moves past the top."""
