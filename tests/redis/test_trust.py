@@ -239,10 +239,9 @@ def test_a_super_segment_reserved_before_advance_is_refused_after_it(settings, r
     advanced = Sequence.objects.get(name="r10").value
     tier = clients.tier(tier_config().raw)  # type: ignore[union-attr]
     reply = tier.install(keys=[key_of("r10")], args=[str(late.first - 1), late.size, pad(late.first), pad(late.last)])
-    print(
-        f"\n[install after advance] {late.first}..{late.last}: reply {reply}, Redis holds {state.held('default', 'r10')}"
-    )
-    assert int(reply[0]) == 0 and state.held("default", "r10") is None
+    held = state.held("default", "r10")
+    print(f"\n[install after advance] {late.first}..{late.last}: reply {reply}, Redis holds {held}")
+    assert int(reply[0]) == 0 and held is None
     clear_cache()  # a process started now (one running keeps its cached block: the margin covers it)
     assert min(take("r10", 20)) > advanced
 
