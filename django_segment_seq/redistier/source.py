@@ -241,12 +241,23 @@ def _install(request: _Request, tier: clients.Tier, key: str, block: Block) -> b
         return True
     if code == 0:
         top = int(_text(reply[1])) - BIGINT_OFFSET
-        if table.catch_up(request.alias, request.name, top):
+        if _caught_up(request, top):
             _retire(request, tier, key, top, f"the table stood below {top}, the top of what it had lent Redis")
             _abandon(request, block, "the table went back below what Redis holds (a restore?): moved past it")
             return False
     _abandon(request, block, "Redis refused it (another process's refill came first)")
     return False
+
+
+def _caught_up(request: _Request, top: int) -> bool:
+    """Whether the row stood below `top` and was moved up to it; a database error leaves that to the next refill."""
+    try:
+        return table.catch_up(request.alias, request.name, top)
+    except (DatabaseError, InterfaceError) as exc:
+        logger.warning(
+            "Sequence %r: moving the row up to %d, the top of Redis's state, failed: %s", request.name, top, exc
+        )
+        return False
 
 
 def _skipped(reservation: Allocation) -> bool:
