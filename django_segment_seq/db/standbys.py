@@ -29,6 +29,13 @@ CONFIRMING_STANDBYS = (
 )
 
 
+def streaming_standbys(connection: BaseDatabaseWrapper) -> int:
+    """How many standbys stream from the server behind `connection` now (for the system check)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'")
+        return int(cursor.fetchone()[0])
+
+
 class StandbyUnconfirmed(Exception):
     """Fewer standbys than required confirm this primary's writes within STANDBY_LAG: no number may be taken here."""
 

@@ -316,10 +316,24 @@ def test_an_old_primary_cut_off_from_its_standby_stops_handing_out_numbers(netwo
     assert run.longest_call < LONGEST_CALL
 
 
+def check_ids(pair: PgPair, hosts: str, ports: str) -> list[str]:
+    """What `manage.py check --database default` reports for a project pointed at `hosts`."""
+    done = subprocess.run(
+        pair.old_side.command([sys.executable, "-m", "tests.support.partition_worker", "check", "postgresql", hosts,
+                               ports, DATABASE, "-", "-", "{}"]),
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()
+
+
 def test_a_flaky_link_between_the_application_and_the_primary(network, folder):
     tmp_path = folder
     pair = PgPair(network, folder)
     pair.migrate()
+    # The system check names a primary with a standby that the app does not watch (HOST naming it alone).
+    assert "django_segment_seq.W004" in check_ids(pair, pair.primary.node.address, str(PORT))
+    assert "django_segment_seq.W004" not in check_ids(pair, pair.hosts, f"{PORT},{PORT}")
     app = pair.old_side
     flag = tmp_path / "delaying"
     relay = subprocess.Popen(

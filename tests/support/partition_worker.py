@@ -3,13 +3,13 @@ per-period row and a gapless row in turn, at full speed, until told to stop, and
 
 Run as `python -m tests.support.partition_worker MODE ENGINE HOSTS PORTS DATABASE OUT STOP SETTINGS_JSON`, with
 ENGINE `postgresql` or `mysql`; MODE `migrate` makes the app's tables and the ROWS (through the ORM, as a project
-makes them), `take` writes to OUT {"numbers": {row: [...]}, "errors": {"cached:" or "gapless:" + error name:
-count}, "messages": [...], "longest_call": s, "longest": {"cached" or "gapless": s}, "after_mark": {row: n},
-"after_marks": [{row: n}, ...], "last_at": {row: monotonic s}}. A taker touches OUT.ready once set up, and waits
-for the file SEGMENT_SEQ_TEST_GO; "after_marks" counts what it got per row after each file SEGMENT_SEQ_TEST_MARK
-names (os.pathsep between them) appeared, "after_mark" after the first (the standby's promotion, say). With
-SEGMENT_SEQ_TEST_RATE set, it takes at most that many numbers a second of each cached row, so what a side hands
-out in a given time does not swing with the machine's speed.
+makes them), `check` prints the ids of the system checks' messages, `take` writes to OUT {"numbers": {row:
+[...]}, "errors": {"cached:" or "gapless:" + error name: count}, "messages": [...], "longest_call": s, "longest":
+{"cached" or "gapless": s}, "after_mark": {row: n}, "after_marks": [{row: n}, ...], "last_at": {row: monotonic
+s}}. A taker touches OUT.ready once set up, and waits for the file SEGMENT_SEQ_TEST_GO; "after_marks" counts what
+it got per row after each file SEGMENT_SEQ_TEST_MARK names (os.pathsep between them) appeared, "after_mark" after
+the first (the standby's promotion, say). With SEGMENT_SEQ_TEST_RATE set, it takes at most that many numbers a
+second of each cached row, so what a side hands out in a given time does not swing with the machine's speed.
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ def take(out: str, stop: str) -> None:
     after_mark = after_marks[0] if after_marks else {row: 0 for row in ROWS}
     with open(out, "w") as fh:
         json.dump(
-            {"numbers": numbers, "errors": dict(errors), "messages": messages, "longest_call": max(longest.values()), "longest": longest,
-             "after_mark": after_mark, "after_marks": after_marks, "last_at": last_at},
+            {"numbers": numbers, "errors": dict(errors), "messages": messages, "longest_call": max(longest.values()),
+             "longest": longest, "after_mark": after_mark, "after_marks": after_marks, "last_at": last_at},
             fh,
         )  # fmt: skip
 
@@ -138,5 +138,9 @@ if __name__ == "__main__":
     configure(engine, hosts, ports, database, json.loads(segment_seq))
     if mode == "migrate":
         migrate()
+    elif mode == "check":  # the ids of what `manage.py check --database default` reports, one a line
+        from django.core import checks
+
+        print("\n".join(message.id or "" for message in checks.run_checks(databases=["default"])))
     else:
         take(out, stop)
