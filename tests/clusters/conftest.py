@@ -26,6 +26,7 @@ BACKEND_OF = {
     "test_galera.py": "mariadb",
     "test_pg_partitions.py": "postgres",
     "test_galera_partitions.py": "mariadb",
+    "test_patroni_partitions.py": "postgres",
 }
 # The database the Galera tests take numbers in, made once on the cluster.
 GALERA_DATABASE = "galera"
