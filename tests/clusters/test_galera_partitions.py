@@ -11,20 +11,16 @@ the other two a Primary component of two) before it is judged, else it fails.
 
 from __future__ import annotations
 
-import collections
-import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
 from tests.support.partition_galera import PORT, NamespacedGalera
+from tests.support.partition_runs import errors_of, finish, repeats_in, run_to_end, start_worker, wait_ready
 from tests.support.partition_worker import ROWS
 
 DATABASE = "segseq_partition"
@@ -54,45 +50,6 @@ def folder():
     shutil.rmtree(made, ignore_errors=True)
 
 
-def repeats_in(numbers: list[int]) -> int:
-    return sum(times - 1 for times in collections.Counter(numbers).values() if times > 1)
-
-
-def worker(node, mode: str, host: str, index: int, folder: Path, segment_seq: dict[str, object]):
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(ROOT),
-        SEGMENT_SEQ_TEST_GO=str(folder / "go"),
-        SEGMENT_SEQ_TEST_MARK=os.pathsep.join([str(folder / "partitioned"), str(folder / "rejoined")]),
-    )
-    command = [
-        sys.executable, "-m", "tests.support.partition_worker", mode, "mysql", host, str(PORT), DATABASE,
-        str(folder / f"worker{index}.json"), str(folder / "stop"), json.dumps(segment_seq),
-    ]  # fmt: skip
-    return subprocess.Popen(node.command(command), cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-
-
-def finish(workers: list[subprocess.Popen[str]], folder: Path) -> list[dict]:
-    (folder / "stop").touch()
-    for proc in workers:
-        try:
-            _, err = proc.communicate(timeout=90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            pytest.fail("a worker hung after the partition")
-        assert proc.returncode == 0, err[-3000:]
-    return [json.loads((folder / f"worker{index}.json").read_text()) for index in range(len(workers))]
-
-
-def wait_ready(workers: list[subprocess.Popen[str]], folder: Path) -> None:
-    deadline = time.monotonic() + 60
-    for index, proc in enumerate(workers):
-        while not (folder / f"worker{index}.json.ready").exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"worker {index} did not get ready: {proc.stderr.read()[-3000:] if proc.stderr else ''}")
-            time.sleep(0.02)
-
-
 def test_a_minority_node_cut_off_bounds_its_callers_and_rejoins(network, folder):
     nodes = [network.node(f"galera{index}") for index in (1, 2, 3)]
     everywhere, minority = network.node("apps-all"), network.node("apps-minority")
@@ -101,14 +58,15 @@ def test_a_minority_node_cut_off_bounds_its_callers_and_rejoins(network, folder)
         cluster.start()
         first, _, third = cluster.nodes
         first.execute(f"CREATE DATABASE {DATABASE} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
-        migration = worker(everywhere, "migrate", first.node.address, -1, folder, {})
-        _, err = migration.communicate(timeout=180)
-        assert migration.returncode == 0, err[-3000:]
+        target = ("mysql", third.node.address, str(PORT), DATABASE)
+        run_to_end(start_worker(everywhere, folder, -1, "migrate", (*target[:1], first.node.address, *target[2:]), {}),
+                   "the migration")  # fmt: skip
         # The defaults, and SERVERS listing the minority node first: those who can must leave it.
         servers = [node.address for node in (third, *cluster.nodes[:2])]
         settings = {"PREFETCH": False, "ADAPTIVE_STEP": False, "SERVERS": {"default": servers}}
         sides = [everywhere] * WORKERS_PER_SIDE + [minority] * WORKERS_PER_SIDE
-        workers = [worker(side, "take", third.node.address, i, folder, settings) for i, side in enumerate(sides)]
+        marks = ("partitioned", "rejoined")
+        workers = [start_worker(side, folder, i, "take", target, settings, marks) for i, side in enumerate(sides)]
         try:
             wait_ready(workers, folder)
             (folder / "go").touch()
@@ -138,9 +96,7 @@ def test_a_minority_node_cut_off_bounds_its_callers_and_rejoins(network, folder)
     finally:
         cluster.stop()
     numbers = {row: [n for run in runs for n in run["numbers"][row]] for row in ROWS}
-    errors: collections.Counter[str] = collections.Counter()
-    for run in runs:
-        errors.update(run["errors"])
+    errors = errors_of(runs)
     moved, cut_off = runs[:WORKERS_PER_SIDE], runs[WORKERS_PER_SIDE:]
     during = [sum(run["after_marks"][0].values()) - sum(run["after_marks"][1].values()) for run in moved]
     after_rejoin = [sum(run["after_marks"][1].values()) for run in cut_off]
@@ -148,7 +104,7 @@ def test_a_minority_node_cut_off_bounds_its_callers_and_rejoins(network, folder)
     longest_majority = max(run["longest"]["cached"] for run in moved)
     print(
         f"\nGalera, minority node cut off {PARTITIONED:.0f} s: {sum(map(len, numbers.values()))} numbers, repeats "
-        f"{[repeats_in(got) for got in numbers.values()]}, errors {dict(errors)}; non-Primary {cut:.1f} s after the "
+        f"{[repeats_in(got) for got in numbers.values()]}, errors {errors}; non-Primary {cut:.1f} s after the "
         f"cut ({status_cut}); numbers during the partition by the processes reaching every node {during}; longest "
         f"call: reaching only the minority {longest_minority:.2f} s, every node {longest_majority:.2f} s; "
         f"rejoined in {rejoin:.1f} s; numbers after it by the cut-off processes {after_rejoin}; "

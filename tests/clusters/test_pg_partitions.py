@@ -18,8 +18,6 @@ A flaky link, not a cut: 30 % of the packets between the application and the pri
 
 from __future__ import annotations
 
-import collections
-import json
 import os
 import shutil
 import subprocess
@@ -34,6 +32,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.support.netns import Network
 from tests.support.partition_pg import PORT, NamespacedPostgres
+from tests.support.partition_runs import errors_of, finish, repeats_in, run_to_end, start_worker, wait_ready
 from tests.support.partition_worker import GAPLESS, PERIOD, PLAIN, ROWS
 
 DATABASE = "partition"
@@ -71,10 +70,6 @@ def folder():
     shutil.rmtree(made, ignore_errors=True)
 
 
-def repeats_in(numbers: list[int]) -> int:
-    return sum(times - 1 for times in collections.Counter(numbers).values() if times > 1)
-
-
 class PgPair:
     """A primary and its asynchronous standby in namespaces, and the application nodes around them."""
 
@@ -98,55 +93,14 @@ class PgPair:
         return f"{self.primary.node.address},{self.standby.node.address}"
 
     def worker(self, node, mode: str, index: int, segment_seq: dict[str, object], hosts: str = "", ports: str = ""):
-        out = self.folder / f"worker{index}.json"
-        env = dict(
-            os.environ,
-            PYTHONPATH=str(ROOT),
-            SEGMENT_SEQ_TEST_GO=str(self.folder / "go"),
-            SEGMENT_SEQ_TEST_MARK=str(self.folder / "mark"),
-            SEGMENT_SEQ_TEST_RATE=str(RATE),
-        )
-        command = [
-            sys.executable, "-m", "tests.support.partition_worker", mode, "postgresql", hosts or self.hosts,
-            ports or f"{PORT},{PORT}", DATABASE, str(out), str(self.folder / "stop"), json.dumps(segment_seq),
-        ]  # fmt: skip
-        return subprocess.Popen(node.command(command), cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        target = ("postgresql", hosts or self.hosts, ports or f"{PORT},{PORT}", DATABASE)
+        return start_worker(node, self.folder, index, mode, target, segment_seq, ("mark",), RATE)
 
     def migrate(self) -> None:
-        migration = self.worker(self.old_side, "migrate", -1, {})
-        try:
-            _, err = migration.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            migration.kill()
-            pytest.fail("the migration hung")
-        assert migration.returncode == 0, err[-3000:]
+        run_to_end(self.worker(self.old_side, "migrate", -1, {}), "the migration")
 
     def rows(self, server: NamespacedPostgres) -> dict[str, int]:
         return {name: int(value) for name, value in server.execute(ROW_VALUES, DATABASE)}
-
-
-def wait_ready(pair: PgPair, workers: list[subprocess.Popen[str]]) -> None:
-    deadline = time.monotonic() + 60
-    for index, worker in enumerate(workers):
-        while not (pair.folder / f"worker{index}.json.ready").exists():
-            if worker.poll() is not None:
-                pytest.fail(f"worker {index} ended before it was ready: {worker.stderr.read()[-3000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"worker {index} was not ready in 60 s")
-            time.sleep(0.02)
-
-
-def stop_workers(pair: PgPair, workers: list[subprocess.Popen[str]]) -> list[dict]:
-    """Tell the workers to stop and wait for each within a bound (a hang fails the test); what each wrote."""
-    (pair.folder / "stop").touch()
-    for worker in workers:
-        try:
-            _, err = worker.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            pytest.fail("a worker hung after the partition")
-        assert worker.returncode == 0, err[-3000:]
-    return [json.loads((pair.folder / f"worker{index}.json").read_text()) for index in range(len(workers))]
 
 
 @dataclass
@@ -208,7 +162,7 @@ def partition(pair: PgPair, segment_seq: dict[str, object], *, guarded: bool) ->
     workers = [pair.worker(node, "take", index, segment_seq) for index, node in enumerate(sides)]
     proof = []
     try:
-        wait_ready(pair, workers)
+        wait_ready(workers, pair.folder)
         (pair.folder / "go").touch()
         time.sleep(HEALTHY)
         cut_at = time.monotonic()
@@ -216,8 +170,6 @@ def partition(pair: PgPair, segment_seq: dict[str, object], *, guarded: bool) ->
         net.cut(primary, standby)
         net.cut(primary, pair.new_side)
         net.cut(pair.old_side, standby)
-        if net.reachable(primary, standby) or net.reachable(pair.new_side, primary):
-            proof.append("the cut links still answered")
         watch = Watch(pair, cut_at)
         watch.until(time.monotonic() + 0.5)  # what the old primary commits now, the standby never receives
         at_promotion = pair.rows(pair.standby)
@@ -228,10 +180,12 @@ def partition(pair: PgPair, segment_seq: dict[str, object], *, guarded: bool) ->
         passed = None if guarded else at_promotion[PLAIN] + SKIP
         watch.until(time.monotonic() + (WINDOW if guarded else UNGUARDED_WINDOW), passed)
         old_rows, moved_at = watch.rows, watch.moved_at
+        if net.reachable(primary, standby) or net.reachable(pair.new_side, primary):
+            proof.append("the cut links answered")
         pair.primary.crash()
         time.sleep(1.0)
     finally:
-        runs = stop_workers(pair, workers)
+        runs = finish(workers, pair.folder)
     return collect(runs, at_promotion, old_rows, moved_at - cut_at, writable, proof)
 
 
@@ -239,19 +193,11 @@ def collect(
     runs: list[dict], at_promotion: dict[str, int], old_rows: dict[str, int], window: float, writable: bool,
     proof: list[str],
 ) -> PartitionRun:  # fmt: skip
-    numbers: dict[str, list[int]] = {row: [] for row in ROWS}
-    errors: collections.Counter[str] = collections.Counter()
-    messages: list[str] = []
-    for run in runs:
-        for row in ROWS:
-            numbers[row].extend(run["numbers"][row])
-        errors.update(run["errors"])
-        messages.extend(run["messages"])
     old, new = runs[:WORKERS_PER_SIDE], runs[WORKERS_PER_SIDE:]
     return PartitionRun(
-        numbers,
-        dict(errors),
-        messages,
+        {row: [n for run in runs for n in run["numbers"][row]] for row in ROWS},
+        errors_of(runs),
+        [message for run in runs for message in run["messages"]],
         max(run["longest_call"] for run in runs),
         at_promotion,
         {row: max(0, old_rows[row] - at_promotion[row]) for row in ROWS},
@@ -344,7 +290,7 @@ def test_a_flaky_link_between_the_application_and_the_primary(network, folder):
     hosts, ports = f"127.0.0.1,{pair.standby.node.address}", f"{RELAY_PORT},{PORT}"
     workers = [pair.worker(app, "take", index, dict(SETTINGS), hosts, ports) for index in range(3)]
     try:
-        wait_ready(pair, workers)
+        wait_ready(workers, pair.folder)
         (tmp_path / "go").touch()
         time.sleep(HEALTHY)
         flag.touch()
@@ -357,18 +303,16 @@ def test_a_flaky_link_between_the_application_and_the_primary(network, folder):
         time.sleep(HEALTHY)
         after = pair.rows(pair.primary)
     finally:
-        runs = stop_workers(pair, workers)
+        runs = finish(workers, pair.folder)
         relay.kill()
     numbers = {row: [n for run in runs for n in run["numbers"][row]] for row in ROWS}
-    errors: collections.Counter[str] = collections.Counter()
-    for run in runs:
-        errors.update(run["errors"])
+    errors = errors_of(runs)
     longest = max(run["longest_call"] for run in runs)
     during = sum(sum(run["after_mark"].values()) for run in runs)
     print(
         f"\nflaky link ({LOSS:.0%} lost, {DELAY * 1000:.0f} ms delay, {FLAKY:.0f} s): "
         f"{sum(map(len, numbers.values()))} numbers, {during} from the start of the loss, "
-        f"repeats {[repeats_in(got) for got in numbers.values()]}, errors {dict(errors)}, longest call {longest:.2f} s"
+        f"repeats {[repeats_in(got) for got in numbers.values()]}, errors {errors}, longest call {longest:.2f} s"
     )
     assert all(repeats_in(got) == 0 for got in numbers.values())
     assert set(errors) <= ALLOWED_ERRORS, [run["messages"] for run in runs]

@@ -104,7 +104,7 @@ class NamespacedMember:
             return list(cursor.fetchall()) if cursor.description else []
 
     def role(self) -> str:
-        """"primary" (takes writes), "replica" (in recovery) or "down" (does not answer through its socket)."""
+        """ "primary" (takes writes), "replica" (in recovery) or "down" (does not answer through its socket)."""
         try:
             ((recovering,),) = self.execute("SELECT pg_is_in_recovery()")
         except Exception:  # noqa: BLE001 - stopped, restarting, or not up yet
