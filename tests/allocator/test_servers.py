@@ -80,6 +80,21 @@ def test_servers_are_checked(settings, servers, ids):
 
 @on_mariadb
 @pytest.mark.django_db(transaction=True)
+def test_no_server_is_tried_once_the_calls_time_ran_out(settings):
+    """CLUSTER_LOST: past the deadline, a server that did not answer is not followed by the next one (each may cost
+    a connect_timeout); the attempt fails with NoServerFit, which the allocation gives up on."""
+    here = f"{connection.settings_dict['HOST'] or '127.0.0.1'}:{connection.settings_dict['PORT'] or 3306}"
+    settings.SEGMENT_SEQ = {**KEPT, "SERVERS": {"default": [DEAD, here]}}
+    private._down.clear()
+    with pytest.raises(private.NoServerFit, match="time ran out"):
+        open_private_connection("default", deadline=time.monotonic() - 1)
+    opened = open_private_connection("default", deadline=time.monotonic() + 60)  # in time: the next one is tried
+    opened.close()
+    private._down.clear()
+
+
+@on_mariadb
+@pytest.mark.django_db(transaction=True)
 def test_servers_are_tried_in_turn_and_a_dead_one_last(settings):
     here = f"{connection.settings_dict['HOST'] or '127.0.0.1'}:{connection.settings_dict['PORT'] or 3306}"
     settings.SEGMENT_SEQ = {**KEPT, "SERVERS": {"default": [DEAD, here]}}
