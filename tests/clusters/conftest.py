@@ -16,7 +16,6 @@ import pytest
 from django.conf import settings
 
 from tests.clusters.patroni_fixtures import patroni_cluster  # noqa: F401 - a fixture, found by pytest here
-from tests.support import netns
 from tests.support.galera import REJOIN_TIMEOUT, GaleraCluster, missing
 
 # Each test module's backend: the job it runs in.
@@ -67,19 +66,3 @@ def galera(galera_cluster: GaleraCluster) -> GaleraCluster:
             node.start()
     galera_cluster.wait_synced(galera_cluster.nodes, 3, REJOIN_TIMEOUT)
     return galera_cluster
-
-
-@pytest.fixture
-def network(request: pytest.FixtureRequest) -> Iterator[netns.Network]:
-    """A bridge in a network namespace of its own, to which a test joins its nodes; every namespace it made is
-    removed at the end, also on failure (and by a reaper if pytest itself is killed). Without root, ip or iptables
-    the test is skipped, but fails under CI=true."""
-    problem = netns.missing()
-    if problem:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI runs the partition tests and cannot here: {problem}")
-        pytest.skip(f"cannot make network namespaces: {problem}")
-    netns.clean_stale()
-    network = netns.Network()
-    request.addfinalizer(network.stop)
-    yield network

@@ -36,9 +36,9 @@ def missing() -> str | None:
     """Why this machine cannot make namespaces (not root, no ip or iptables, a kernel that refuses), or None."""
     if os.geteuid() != 0:
         return "network namespaces need root"
-    for binary in ("ip", "iptables"):
+    for binary in ("ip", "iptables", "ping"):
         if not shutil.which(binary):
-            return f"{binary} is not installed (Debian: apt-get install iproute2 iptables)"
+            return f"{binary} is not installed (Debian: apt-get install iproute2 iptables iputils-ping)"
     probe = f"{NAME_PREFIX}{os.getpid()}-probe"
     try:
         run("ip", "netns", "add", probe)
