@@ -86,3 +86,36 @@ class NamespacedSentinel:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+
+def start_cluster(nodes: list[Node], workdir: Path) -> list[NamespacedRedis]:
+    """A Redis Cluster of three masters, each with a replica, one node per namespace of `nodes`, every slot covered."""
+    servers = [
+        NamespacedRedis(node, workdir / node.name, "--cluster-enabled", "yes", "--cluster-node-timeout", "2000",
+                        "--cluster-config-file", str(workdir / node.name / "nodes.conf"))
+        for node in nodes
+    ]  # fmt: skip
+    subprocess.run(
+        nodes[0].command(["redis-cli", "--cluster", "create", *(f"{node.address}:{PORT}" for node in nodes),
+                          "--cluster-replicas", "1", "--cluster-yes"]),
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not (all(cluster_ok(server) for server in servers) and replicas_known(servers[0]) == len(servers) // 2):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the Redis Cluster did not reach state ok")
+        time.sleep(0.1)
+    return servers
+
+
+def cluster_ok(server: NamespacedRedis) -> bool:
+    try:
+        return str(server.client().cluster("info")["cluster_state"]) == "ok"
+    except (redis.RedisError, OSError):
+        return False
+
+
+def replicas_known(server: NamespacedRedis) -> int:
+    """How many replicas the cluster's table, as `server` has it, lists."""
+    table = server.client().execute_command("CLUSTER", "NODES").decode()
+    return sum(1 for line in table.splitlines() if "slave" in line.split()[2])
