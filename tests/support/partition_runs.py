@@ -16,7 +16,7 @@ import pytest
 from tests.support.netns import Node
 from tests.support.servers import ROOT
 
-READY_TIMEOUT = 60
+READY_TIMEOUT = 120
 STOP_TIMEOUT = 90
 
 
