@@ -20,12 +20,13 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.db.history import STANDBY_MARK, same_history, without_mark
 
 # Standbys streaming and, either caught up with what this primary flushed, or answering and flushing within
-# STANDBY_LAG seconds. flush_lsn: what a promotion of the standby starts from (written and flushed there).
+# STANDBY_LAG seconds (flush_lsn: what a promotion of the standby starts from); and whether one is synchronous.
 CONFIRMING_STANDBYS = (
-    "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND ("
+    "SELECT count(*) FILTER (WHERE state = 'streaming' AND ("
     "flush_lsn >= pg_current_wal_flush_lsn() "
     "OR (reply_time >= clock_timestamp() - make_interval(secs => %s) "
-    "AND coalesce(flush_lag, interval '0') <= make_interval(secs => %s)))"
+    "AND coalesce(flush_lag, interval '0') <= make_interval(secs => %s)))), "
+    "coalesce(bool_or(sync_state IN ('sync', 'quorum')), false) FROM pg_stat_replication"
 )
 
 
@@ -61,13 +62,20 @@ def required_standbys(connection: BaseDatabaseWrapper, stored: str, current: str
 
 def confirmed_history(connection: BaseDatabaseWrapper, cursor: Any, stored: str, current: str) -> tuple[str, int]:
     """Inside the transaction about to take numbers of a row last written with history `stored`: the history to
-    record (`current`, marked when a standby confirms) and the statements sent; StandbyUnconfirmed when fewer
-    standbys than required confirm in time."""
+    record (`current`, marked when an asynchronous standby confirms) and the statements sent; StandbyUnconfirmed
+    when fewer standbys than required confirm in time.
+
+    A synchronous standby marks nothing: every commit waits for it (Patroni's synchronous_mode promotes no other),
+    so a range is never lost, and the primary may go on alone when it is dropped (Patroni empties
+    synchronous_standby_names when its standby dies).
+    """
     if not watched(connection):
         return current, 0
     lag = float(app_settings()["STANDBY_LAG"])
     cursor.execute(CONFIRMING_STANDBYS, [lag, lag])
-    (confirming,) = cursor.fetchone()
+    confirming, synchronous = cursor.fetchone()
+    if synchronous and connection.alias not in (app_settings()["STANDBYS"] or {}):
+        return current, 1
     required = required_standbys(connection, stored, current)
     if int(confirming) < required:
         raise StandbyUnconfirmed(

@@ -182,6 +182,7 @@ def partition(pair: PgPair, segment_seq: dict[str, object], *, guarded: bool) ->
         old_rows, moved_at = watch.rows, watch.moved_at
         if net.reachable(primary, standby) or net.reachable(pair.new_side, primary):
             proof.append("the cut links answered")
+        old_rows = pair.rows(pair.primary)  # what the old side handed out until it is stopped, now
         pair.primary.crash()
         time.sleep(1.0)
     finally:
