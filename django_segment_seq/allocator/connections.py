@@ -30,6 +30,8 @@ CONNECT_TIMEOUT = 10
 # connection on a server further down the list is closed, so the first server is used again once it is back.
 RECHECK_SECONDS = 5.0
 
+# SERVERS: seconds a failed connection took that make it a server that did not answer (not one that refused).
+SLOW_FAILURE = 1.0
 # SERVERS: until when each "host:port" that failed or refused is tried last.
 _down: dict[str, float] = {}
 # SERVERS: per private connection, its server's place in the list and when it was opened.
@@ -59,8 +61,10 @@ def open_private_connection(alias: str, deadline: float | None = None) -> BaseDa
     """A new connection to `alias` that always runs in autocommit and never waits long for a lock.
 
     With SERVERS listing the alias's servers, each is tried in turn (those that failed lately last), and
-    one that is read-only or, on Galera, not Synced and ready, is passed over; none is tried once `deadline` (on
-    the monotonic clock) has passed. NoServerFit when none will do.
+    one that is read-only or, on Galera, not Synced and ready, is passed over. Once `deadline` (on the monotonic
+    clock) has passed, no server is tried after one that was slow to fail (SLOW_FAILURE: it did not answer, and
+    the next may cost another connect_timeout); one that refused at once is followed by the next. NoServerFit
+    when none will do.
     """
     servers = servers_of(alias)
     if not servers:
@@ -69,14 +73,15 @@ def open_private_connection(alias: str, deadline: float | None = None) -> BaseDa
     in_turn = [a for a in servers if _down.get(a, 0) <= now] + [a for a in servers if _down.get(a, 0) > now]
     reasons: list[str] = []
     for address in in_turn:
-        if deadline is not None and reasons and time.monotonic() >= deadline:
-            reasons.append("the others not tried: the call's time ran out (CLUSTER_LOST)")
-            break
+        began = time.monotonic()
         try:
             connection = _open(alias, address)
         except (OperationalError, InterfaceError) as exc:
             reasons.append(f"{address}: {exc}")
             _down[address] = time.monotonic() + RECHECK_SECONDS
+            if deadline is not None and time.monotonic() >= deadline and time.monotonic() - began >= SLOW_FAILURE:
+                reasons.append("no other server tried: the call's time ran out (CLUSTER_LOST)")
+                break
             continue
         try:
             refusal = node_state(connection).refusal()
