@@ -12,13 +12,14 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 from django.core import checks
-from django.db import DatabaseError, router
+from django.db import DatabaseError, connections, router
 
 from django_segment_seq.allocator.connections import split_address
 from django_segment_seq.conf import DEFAULTS, SETTING_NAME, SETTINGS, Setting, app_settings, redis_settings
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.concealed_formats import ConcealedFormat
 from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.db.standbys import streaming_standbys, watched
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.fields.concealed import concealed_formats
 from django_segment_seq.flow.concealing import key_id, key_problem, usable_keys
@@ -43,6 +44,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         *_check_values(configured),
         *_check_database(configured),
         *_check_servers(configured),
+        *_check_standbys(configured),
         *_check_conceal_fallbacks(configured),
     ]
     if configured.get("METRICS") is True:
@@ -117,6 +119,55 @@ def _check_servers(configured: dict[str, Any]) -> list[checks.CheckMessage]:
                 )
             )
     return errors
+
+
+def _check_standbys(configured: dict[str, Any]) -> list[checks.CheckMessage]:
+    """STANDBYS maps aliases of PostgreSQL databases to a count of standbys: a typo would leave a primary unguarded."""
+    standbys = configured.get("STANDBYS")
+    if not isinstance(standbys, dict):
+        return []  # None, or a wrong type that E003 reports
+    return [
+        checks.Error(
+            f"{SETTING_NAME}['STANDBYS'][{alias!r}] is {count!r}: STANDBYS maps aliases of PostgreSQL databases "
+            "to the number (0 or more) of standbys that must confirm the primary's writes.",
+            hint='For example {"default": 1}; {"default": 0} for a primary run alone on purpose.',
+            id="django_segment_seq.E054",
+        )
+        for alias, count in standbys.items()
+        if alias not in settings.DATABASES
+        or "postgresql" not in str(settings.DATABASES[alias].get("ENGINE", ""))
+        or not isinstance(count, int)
+        or isinstance(count, bool)
+        or count < 0
+    ]
+
+
+@checks.register(checks.Tags.database)
+def check_unwatched_standbys(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """A PostgreSQL primary with standbys that the app does not watch: cut off from them, it would hand out numbers
+    a promoted standby hands out again (manage.py check --database)."""
+    alias = sequence_database()
+    if not databases or alias not in databases or connections[alias].vendor != "postgresql":
+        return []
+    connection = connections[alias]
+    try:
+        found = streaming_standbys(connection)
+    except DatabaseError:
+        return []  # a standby, or a server that does not say: nothing to warn of
+    if found == 0 or watched(connection):
+        return []
+    return [
+        checks.Warning(
+            f"Database {alias!r} is a PostgreSQL primary with {found} standby(s), and the app does not require them "
+            "to confirm its writes: cut off from them while application servers still reach it, it would hand out "
+            "numbers that the promoted standby hands out again.",
+            hint=f'Set {SETTING_NAME}["STANDBYS"] = {{{alias!r}: 1}} (HOST listing several hosts does it by itself); '
+            "see docs/clusters.md, Partitions.",
+            id="django_segment_seq.W004",
+        )
+    ]
 
 
 def _check_conceal_fallbacks(configured: dict[str, Any]) -> list[checks.CheckMessage]:

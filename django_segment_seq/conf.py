@@ -59,10 +59,32 @@ SETTINGS: tuple[Setting, ...] = (
         low=0.001,
     ),
     Setting(
+        "CLUSTER_LOST",
+        7.0,
+        (int, float),
+        "seconds a call waits while no server of SERVERS answers and may take a range (a caller cut off with a "
+        "minority node); then SequenceUnavailable",
+        low=0.001,
+    ),
+    Setting(
         "FAILOVER_SKIP",
         10_000_000,
         (int,),
         "numbers a row skips when its last range was taken on another server history or table (a failover or restore)",
+    ),
+    Setting(
+        "STANDBYS",
+        None,
+        (dict, NoneType),
+        "per alias, PostgreSQL standbys that must confirm the primary's writes before it hands out numbers; "
+        "an alias not named: 1 when HOST lists several hosts, else 0",
+    ),
+    Setting(
+        "STANDBY_LAG",
+        5.0,
+        (int, float),
+        "seconds within which those standbys must have answered and flushed the primary's writes",
+        low=0.001,
     ),
     Setting(
         "CONCEAL_KEY",

@@ -6,7 +6,7 @@ import collections
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from django.db import connection
 
 from django_segment_seq import clear_cache
 from django_segment_seq.allocator.connections import pool
+from tests.support import netns
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -213,3 +214,19 @@ def user_project(tmp_path):
 
     with throwaway_database(settings.BACKEND, tmp_path) as db_name:
         yield UserProject(settings.BACKEND, db_name)
+
+
+@pytest.fixture
+def network(request: pytest.FixtureRequest) -> Iterator[netns.Network]:
+    """A bridge in a network namespace of its own, to which a test joins its nodes; every namespace it made is
+    removed at the end, also on failure (and by a reaper if pytest itself is killed). Without root, ip or iptables
+    the test is skipped, but fails under CI=true."""
+    problem = netns.missing()
+    if problem:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI runs the partition tests and cannot here: {problem}")
+        pytest.skip(f"cannot make network namespaces: {problem}")
+    netns.clean_stale()
+    network = netns.Network()
+    request.addfinalizer(network.stop)
+    yield network

@@ -30,6 +30,9 @@ else:
     database["TEST"] = {"NAME": TEST_NAME}
 
 # Worker processes started by the tests connect to the test database the parent created.
+if os.environ.get("SEGMENT_SEQ_TEST_DB_SOCKET"):
+    # A worker in a network namespace of its own reaches the suite's server through the server's Unix socket.
+    database["HOST"], database["PORT"] = os.environ["SEGMENT_SEQ_TEST_DB_SOCKET"], ""
 if os.environ.get("SEGMENT_SEQ_TEST_DB_NAME"):
     database["NAME"] = os.environ["SEGMENT_SEQ_TEST_DB_NAME"]
 if os.environ.get("SEGMENT_SEQ_TEST_ISOLATION"):

@@ -59,3 +59,15 @@ def test_a_wrong_servers_entry_is_named(servers, said):
     with override_settings(SEGMENT_SEQ={"SERVERS": servers}):
         messages = [message for message in check_settings() if message.id == "django_segment_seq.E050"]
     assert [said in message.msg for message in messages] == [True], [message.msg for message in messages]
+
+
+@pytest.mark.parametrize("standbys", [{"nowhere": 1}, {"default": -1}, {"default": "1"}, {"default": True}])
+def test_a_wrong_standbys_entry_is_refused(standbys, backend):
+    with override_settings(SEGMENT_SEQ={"STANDBYS": standbys}):
+        assert "django_segment_seq.E054" in [message.id for message in check_settings()]
+
+
+def test_a_standbys_entry_is_accepted_for_a_postgresql_database_only(backend):
+    with override_settings(SEGMENT_SEQ={"STANDBYS": {"default": 1}}):
+        found = [message.id for message in check_settings()]
+    assert ("django_segment_seq.E054" in found) == (backend != "postgres")

@@ -83,10 +83,13 @@ def use_caller_next(caller: BaseDatabaseWrapper | None, used_caller: bool) -> bo
 
 
 @contextmanager
-def attempt_on(alias: str, caller: BaseDatabaseWrapper | None) -> Iterator[BaseDatabaseWrapper]:
-    """The caller's own connection when given, else a private one borrowed for the attempt."""
+def attempt_on(
+    alias: str, caller: BaseDatabaseWrapper | None, deadline: float | None = None
+) -> Iterator[BaseDatabaseWrapper]:
+    """The caller's own connection when given, else a private one borrowed for the attempt (opened on the servers of
+    SERVERS until `deadline` at the latest)."""
     if caller is not None:
         yield caller
     else:
-        with pool.borrow(alias) as connection:
+        with pool.borrow(alias, deadline) as connection:
             yield connection

@@ -30,6 +30,8 @@ CONNECT_TIMEOUT = 10
 # connection on a server further down the list is closed, so the first server is used again once it is back.
 RECHECK_SECONDS = 5.0
 
+# SERVERS: seconds a failed connection took that make it a server that did not answer (not one that refused).
+SLOW_FAILURE = 1.0
 # SERVERS: until when each "host:port" that failed or refused is tried last.
 _down: dict[str, float] = {}
 # SERVERS: per private connection, its server's place in the list and when it was opened.
@@ -51,11 +53,18 @@ def split_address(address: str) -> tuple[str, str]:
     return host, port
 
 
-def open_private_connection(alias: str) -> BaseDatabaseWrapper:
+class NoServerFit(OperationalError):
+    """No server SERVERS lists for the alias answered and may take a range."""
+
+
+def open_private_connection(alias: str, deadline: float | None = None) -> BaseDatabaseWrapper:
     """A new connection to `alias` that always runs in autocommit and never waits long for a lock.
 
     With SERVERS listing the alias's servers, each is tried in turn (those that failed lately last), and
-    one that is read-only or, on Galera, not Synced and ready, is passed over. OperationalError when none will do.
+    one that is read-only or, on Galera, not Synced and ready, is passed over. Once `deadline` (on the monotonic
+    clock) has passed, no server is tried after one that was slow to fail (SLOW_FAILURE: it did not answer, and
+    the next may cost another connect_timeout); one that refused at once is followed by the next. NoServerFit
+    when none will do.
     """
     servers = servers_of(alias)
     if not servers:
@@ -64,11 +73,15 @@ def open_private_connection(alias: str) -> BaseDatabaseWrapper:
     in_turn = [a for a in servers if _down.get(a, 0) <= now] + [a for a in servers if _down.get(a, 0) > now]
     reasons: list[str] = []
     for address in in_turn:
+        began = time.monotonic()
         try:
             connection = _open(alias, address)
         except (OperationalError, InterfaceError) as exc:
             reasons.append(f"{address}: {exc}")
             _down[address] = time.monotonic() + RECHECK_SECONDS
+            if deadline is not None and time.monotonic() >= deadline and time.monotonic() - began >= SLOW_FAILURE:
+                reasons.append("no other server tried: the call's time ran out (CLUSTER_LOST)")
+                break
             continue
         try:
             refusal = node_state(connection).refusal()
@@ -82,7 +95,7 @@ def open_private_connection(alias: str) -> BaseDatabaseWrapper:
         _down[address] = time.monotonic() + RECHECK_SECONDS
         with suppress(Exception):  # refused: closed, whatever state its session is in
             connection.close()
-    raise OperationalError(f"no server of database {alias!r} can take a range now: {'; '.join(reasons)}")
+    raise NoServerFit(f"no server of database {alias!r} can take a range now: {'; '.join(reasons)}")
 
 
 def refuse_if_unfit(alias: str, connection: BaseDatabaseWrapper) -> None:
@@ -160,8 +173,9 @@ class ConnectionPool:
         self._reaper: threading.Timer | None = None
 
     @contextmanager
-    def borrow(self, alias: str) -> Iterator[BaseDatabaseWrapper]:
-        """A connection in autocommit mode; one that raised a database error is closed rather than returned."""
+    def borrow(self, alias: str, deadline: float | None = None) -> Iterator[BaseDatabaseWrapper]:
+        """A connection in autocommit mode; one that raised a database error is closed rather than returned.
+        A new one is opened on the servers of SERVERS until `deadline` at the latest."""
         self.close_stale()
         with self._lock:
             idle = self._idle.get(alias)
@@ -170,7 +184,7 @@ class ConnectionPool:
             self._discard(connection)
             connection = None
         if connection is None:
-            connection = open_private_connection(alias)
+            connection = open_private_connection(alias, deadline)
         with self._lock:
             self._borrowed.add(connection)
         try:

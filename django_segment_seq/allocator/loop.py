@@ -33,13 +33,14 @@ from django_segment_seq.allocator.attempts import (
 )
 from django_segment_seq.allocator.blocks import Block, Row, failover_skip, next_block, restore_skip
 from django_segment_seq.allocator.callers import Session
-from django_segment_seq.allocator.connections import refuse_if_unfit
+from django_segment_seq.allocator.connections import NoServerFit, refuse_if_unfit
 from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
 from django_segment_seq.db.history import server_history, unfenced_history, with_table
 from django_segment_seq.db.identity import current_identity, table_identity
 from django_segment_seq.db.nodes import on_galera
+from django_segment_seq.db.standbys import StandbyUnconfirmed, confirmed_history
 from django_segment_seq.db.statements import Statements, statements_for
 from django_segment_seq.exceptions import (
     SequenceContention,
@@ -93,6 +94,8 @@ class _Plan:
     started: float
     held_version: int | None = None
     galera: bool = False
+    # Until when a primary whose standbys do not confirm its writes is asked again (LOCK_TIMEOUT from the first no).
+    standby_deadline: float | None = None
 
     @classmethod
     def begin(cls, caller: BaseDatabaseWrapper | None, state: Session, settings: dict[str, Any]) -> _Plan:
@@ -114,6 +117,13 @@ class _Plan:
         self.galera = True
         self.bound = max(self.bound, settings["CLUSTER_PAUSE"])
         self.deadline = max(self.deadline, self.started + self.bound)
+
+    def gives_up(self, exc: Exception, failures: int, settings: dict[str, Any]) -> bool:
+        """After a failure: past CONNECTION_RETRIES outside a Galera pause, or once no server of SERVERS would do
+        for CLUSTER_LOST seconds (a caller cut off with a minority node waits no longer for the cluster)."""
+        if isinstance(exc, NoServerFit) and time.monotonic() >= self.started + settings["CLUSTER_LOST"]:
+            return True
+        return failures > settings["CONNECTION_RETRIES"] and not self.paused()
 
     def paused(self) -> bool:
         """Whether failures are still waited out: a Galera cluster's pause, within CLUSTER_PAUSE from the start."""
@@ -160,9 +170,12 @@ def allocate(
             if held is not None:
                 return held
             _wait_for_holder(plan, exc, alias, name, settings, result)
+        except StandbyUnconfirmed as exc:
+            result.failures += 1
+            _wait_for_standby(plan, exc, alias, name, settings, result)
         except TRANSIENT_ERRORS as exc:
             result.failures += 1
-            if result.failures > settings["CONNECTION_RETRIES"] and not plan.paused():
+            if plan.gives_up(exc, result.failures, settings):
                 raise SequenceUnavailable(name, alias, result.failures, exc) from exc
             plan.use_caller = use_caller_next(plan.caller, plan.use_caller)
             backoff(result.failures, settings["MAX_BACKOFF"])
@@ -180,7 +193,8 @@ def _attempt(
     create: bool,
 ) -> None:
     """One try on the connection the plan names; a failure that looks like a Galera pause teaches the plan."""
-    with attempt_on(alias, plan.caller if plan.use_caller else None) as connection:
+    lost = plan.started + settings["CLUSTER_LOST"]
+    with attempt_on(alias, plan.caller if plan.use_caller else None, lost) as connection:
         create_here = create and not plan.ask_caller
         try:
             _compare_and_set(connection, alias, name, wanted, settings, result, prefer, create_here, plan.use_caller)
@@ -223,13 +237,26 @@ def _wait_for_holder(
     backoff(result.busy, settings["MAX_BACKOFF"])
 
 
+def _wait_for_standby(
+    plan: _Plan, exc: StandbyUnconfirmed, alias: str, name: str, settings: dict[str, Any], result: Allocation
+) -> None:
+    """The primary's standbys do not confirm its writes: a slow answer is waited for, within LOCK_TIMEOUT; a primary
+    cut off from them never hands out a number, and its callers get SequenceUnavailable."""
+    now = time.monotonic()
+    if plan.standby_deadline is None:
+        plan.standby_deadline = now + settings["LOCK_TIMEOUT"]
+    if now >= plan.standby_deadline:
+        raise SequenceUnavailable(name, alias, result.failures, exc) from exc
+    backoff(result.failures, settings["MAX_BACKOFF"])
+
+
 def _inside(
     caller: BaseDatabaseWrapper, alias: str, name: str, wanted: int, settings: dict[str, Any], result: Allocation
 ) -> Allocation:
     """A block inside the caller's transaction, known to hold the row; a failure there is a named error."""
     try:
         return _in_caller_transaction(caller, alias, name, wanted, settings, result)
-    except (RowBusy, OperationalError, InterfaceError) as exc:
+    except (RowBusy, StandbyUnconfirmed, OperationalError, InterfaceError) as exc:
         raise SequenceUnavailable(name, alias, result.busy + 1, exc) from exc
 
 
@@ -239,7 +266,7 @@ def _inside_if_held(
     """A block inside the caller's transaction; None if the row turned out not to be the caller's after all."""
     try:
         return _in_caller_transaction(caller, alias, name, wanted, settings, result)
-    except (RowBusy, OperationalError, InterfaceError):
+    except (RowBusy, StandbyUnconfirmed, OperationalError, InterfaceError):
         return None  # held elsewhere after all, or the caller's connection is gone: a private one goes on
 
 
@@ -269,9 +296,10 @@ def _in_caller_transaction(
             # Exactly the numbers asked for, no failover skip: the block commits with the caller's rows or not at all,
             # and a rest kept for later could be undone by the caller (a raw ROLLBACK TO SAVEPOINT) unseen.
             block = next_block(name, row._replace(step=1), wanted)
-            result.round_trips += 1
             now = caller.ops.adapt_datetimefield_value(timezone.now())
             current = with_table(server_history(caller), table_identity(caller, cursor, row.table))
+            current, sent = confirmed_history(caller, cursor, row.history, current)
+            result.round_trips += sent + 1
             history = unfenced_history(row.history, current)
             cursor.execute(sql.compare_and_set_locked, [block.last, now, history, name, row.value, row.version])
             if cursor.rowcount != 1:  # pragma: no cover - the row is locked by this transaction
@@ -355,7 +383,8 @@ def _take_block(
         skip, why = _skip(alias, name, row, current, settings["FAILOVER_SKIP"])
         block = next_block(name, row, wanted, prefer, skip)
         now = connection.ops.adapt_datetimefield_value(timezone.now())
-        result.round_trips += 1
+        current, sent = confirmed_history(connection, cursor, row.history, current)
+        result.round_trips += sent + 1
         if _try_compare_and_set(cursor, sql.compare_and_set, [block.last, now, current, name, row.value, row.version]):
             if skip:
                 logger.warning(

@@ -23,6 +23,9 @@ HISTORY_QUERIES = {
     # MySQL has no Galera status table there; each server has an id of its own.
     "mysql": "SELECT @@server_uuid, NULL",
 }
+# Ends the history of a range a PostgreSQL standby confirmed (db/standbys.py): the row's next range on that
+# history is taken only with a standby confirming too.
+STANDBY_MARK = "+standby"
 # A Galera state id before the node has joined a cluster.
 NO_CLUSTER = {"", "00000000-0000-0000-0000-000000000000"}
 
@@ -63,6 +66,13 @@ def with_table(history: str, table: str) -> str:
     return f"{history}/{table}" if history and table else history
 
 
+def without_mark(history: str) -> tuple[str, bool]:
+    """The history without its STANDBY_MARK, and whether it had one."""
+    if history.endswith(STANDBY_MARK):
+        return history[: -len(STANDBY_MARK)], True
+    return history, False
+
+
 def same_history(stored: str, current: str) -> bool:
     """Whether a row last written with history `stored` is written again in the same history, `current`.
 
@@ -70,8 +80,8 @@ def same_history(stored: str, current: str) -> bool:
     whose nodes number their tables each in its own way; a text without a table (written before tables were
     recorded, or where they cannot be read) matches any table of its server.
     """
-    stored_server, _, stored_table = stored.partition("/")
-    server, _, table = current.partition("/")
+    stored_server, _, stored_table = without_mark(stored)[0].partition("/")
+    server, _, table = without_mark(current)[0].partition("/")
     if stored_server != server:
         return False
     return not stored_table or not table or stored_table == table or server.startswith("galera:")

@@ -8,8 +8,9 @@ from django.utils import timezone
 from django_segment_seq.allocator.blocks import Block, Row, next_block
 from django_segment_seq.db.history import server_history, unfenced_history, with_table
 from django_segment_seq.db.identity import table_identity
+from django_segment_seq.db.standbys import StandbyUnconfirmed, confirmed_history
 from django_segment_seq.db.statements import statements_for
-from django_segment_seq.exceptions import SequenceNotFound
+from django_segment_seq.exceptions import SequenceNotFound, SequenceUnavailable
 
 
 def take_locked(alias: str, name: str) -> int | None:
@@ -43,6 +44,10 @@ def take_block_locked(alias: str, name: str, count: int = 1, *, nowait: bool = F
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         # No failover skip: a gapless number commits with the caller's rows, and a failover keeps both or neither.
         current = with_table(server_history(connection), table_identity(connection, cursor, table or ""))
+        try:
+            current, _sent = confirmed_history(connection, cursor, stored or "", current)
+        except StandbyUnconfirmed as exc:
+            raise SequenceUnavailable(name, alias, 1, exc) from exc
         history = unfenced_history(stored or "", current)
         cursor.execute(sql.compare_and_set_locked, [block.last, now, history, name, row.value, row.version])
     return block

@@ -21,6 +21,8 @@ def test_a_history_names_its_table_and_only_another_table_of_the_same_server_dif
     assert with_table("pg:1:1", "16421") == "pg:1:1/16421"
     assert with_table("pg:1:1", "") == "pg:1:1" and with_table("", "7") == ""
     assert same_history("pg:1:1/16421", "pg:1:1/16421")
+    assert same_history("pg:1:1/16421+standby", "pg:1:1/16421")  # a range a standby confirmed: the same server
+    assert not same_history("pg:1:1/16421+standby", "pg:1:2/16421+standby")
     assert not same_history("pg:1:1/16421", "pg:1:1/17000")  # DROP and CREATE: pg_restore --clean, mysql < dump
     assert not same_history("pg:1:1/16421", "pg:1:2/16421")  # a promotion
     assert same_history("pg:1:1", "pg:1:1/16421")  # written before tables were recorded: no skip at the upgrade

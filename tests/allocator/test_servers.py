@@ -3,6 +3,7 @@ longer wait on a Galera node. The Galera cluster itself is driven in tests/clust
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -76,6 +77,33 @@ def test_servers_are_checked(settings, servers, ids):
     if ids == [] and settings.BACKEND != "mariadb":
         ids = ["django_segment_seq.E051"]  # well formed, but not a MariaDB or MySQL database
     assert [message.id for message in run_checks()] == ids
+
+
+@on_mariadb
+@pytest.mark.django_db(transaction=True)
+def test_no_server_is_tried_after_a_silent_one_once_the_calls_time_ran_out(settings):
+    """CLUSTER_LOST: past the deadline, no server is tried after one that did not answer (the next might cost another
+    connect_timeout); the attempt fails with NoServerFit, which the allocation gives up on. One that refused at once
+    (a node just killed) is followed by the next, and so is any in time."""
+    here = f"{connection.settings_dict['HOST'] or '127.0.0.1'}:{connection.settings_dict['PORT'] or 3306}"
+    options = databases.settings["default"].setdefault("OPTIONS", {})
+    before = options.get("connect_timeout")
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts connections, never says a word
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        options["connect_timeout"] = 1
+        try:
+            settings.SEGMENT_SEQ = {**KEPT, "SERVERS": {"default": [address, here]}}
+            private._down.clear()
+            with pytest.raises(private.NoServerFit, match="time ran out"):
+                open_private_connection("default", deadline=time.monotonic() - 1)
+            private._down.clear()
+            open_private_connection("default", deadline=time.monotonic() + 60).close()  # in time: the next is tried
+            settings.SEGMENT_SEQ = {**KEPT, "SERVERS": {"default": [DEAD, here]}}
+            private._down.clear()
+            open_private_connection("default", deadline=time.monotonic() - 1).close()  # refused at once: the next
+        finally:
+            options.pop("connect_timeout") if before is None else options.update(connect_timeout=before)
+            private._down.clear()
 
 
 @on_mariadb

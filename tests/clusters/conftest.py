@@ -19,7 +19,14 @@ from tests.clusters.patroni_fixtures import patroni_cluster  # noqa: F401 - a fi
 from tests.support.galera import REJOIN_TIMEOUT, GaleraCluster, missing
 
 # Each test module's backend: the job it runs in.
-BACKEND_OF = {"test_pg_failover.py": "postgres", "test_patroni.py": "postgres", "test_galera.py": "mariadb"}
+BACKEND_OF = {
+    "test_pg_failover.py": "postgres",
+    "test_patroni.py": "postgres",
+    "test_galera.py": "mariadb",
+    "test_pg_partitions.py": "postgres",
+    "test_galera_partitions.py": "mariadb",
+    "test_patroni_partitions.py": "postgres",
+}
 # The database the Galera tests take numbers in, made once on the cluster.
 GALERA_DATABASE = "galera"
 

@@ -44,6 +44,18 @@ def postgres_bin_dir() -> str | None:
 
 def missing() -> str | None:
     """Why this machine cannot run the cluster, or None."""
+    problem = missing_programs()
+    if problem:
+        return problem
+    for port in (ETCD_CLIENT_PORT, ETCD_PEER_PORT, *(p for pair in MEMBER_PORTS for p in pair)):
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return f"port {port} is taken (another Patroni test running?)"
+    return None
+
+
+def missing_programs() -> str | None:
+    """Why this machine lacks what a Patroni cluster needs (Patroni, etcd, PostgreSQL, setpriv), or None."""
     patroni = patroni_binary()
     if not patroni or not os.access(patroni, os.X_OK):
         return "Patroni was not found (set SEGMENT_SEQ_PATRONI to its `patroni` script, or put it on PATH)"
@@ -57,10 +69,6 @@ def missing() -> str | None:
         subprocess.run(as_postgres([patroni, "--version"]), check=True, capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"{patroni} does not run as the postgres user: {exc}"
-    for port in (ETCD_CLIENT_PORT, ETCD_PEER_PORT, *(p for pair in MEMBER_PORTS for p in pair)):
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return f"port {port} is taken (another Patroni test running?)"
     return None
 
 

@@ -21,6 +21,12 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def postgres_binary(name: str) -> str | None:
+    """A PostgreSQL program of the newest server installed under /usr/lib/postgresql, else on PATH."""
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    return found[-1] if found else shutil.which(name)
+
+
 class PrivateServer:
     """One server in a temporary directory, on a free port; `stop(crash=True)` ends it like a power cut would."""
 
@@ -173,8 +179,7 @@ class PostgresServer(PrivateServer):
 
     @staticmethod
     def _bin(name: str) -> str | None:
-        found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
-        return found[-1] if found else shutil.which(name)
+        return postgres_binary(name)
 
     def __init__(self, workdir: Path) -> None:
         super().__init__(workdir)
