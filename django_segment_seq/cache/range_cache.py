@@ -22,6 +22,7 @@ from django.db import connections
 from django.dispatch import receiver
 
 from django_segment_seq.allocator import callers, seen
+from django_segment_seq.allocator.attempts import RowBusy
 from django_segment_seq.allocator.blocks import Block, Unused, unused_run
 from django_segment_seq.allocator.loop import Allocation
 from django_segment_seq.cache import events
@@ -32,6 +33,7 @@ from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.rownames import require_valid_name
+from django_segment_seq.exceptions import SequenceUnavailable
 from django_segment_seq.redistier.source import allocate  # the table's allocate(), or Redis for rows on its tier
 
 
@@ -233,6 +235,17 @@ class RangeCache:
                 runs.append((alias, name, run))
         return runs
 
+    def discard(self, alias: str, name: str) -> None:
+        """Forget one sequence's cached range (its unused numbers become a gap), to bound a process's memory.
+
+        A thread that already holds the slot may still hand out its numbers: the next caller gets a new slot,
+        which takes a new block from the row, so no number is handed out twice.
+        """
+        with self._guard:
+            slot = self._slots.pop((alias, name), None)
+            if slot is not None and self.by_name.get(name) is slot:
+                del self.by_name[name]
+
     def _add_slot(self, alias: str, name: str) -> _Slot:
         require_valid_name(name)
         on_sqlite = connections[alias].vendor == "sqlite"
@@ -256,8 +269,8 @@ class RangeCache:
                 self._set_range(slot, pending, 0, slot.pending_version)
                 continue
             if slot.fetching:
-                # Wait for the background fetch, but never longer than a lock wait: past that it is stuck
-                # (a row held elsewhere, a dead server), and the caller fetches itself.
+                # Wait for the background fetch, but never longer than a lock wait: past that it is stuck (a row
+                # held elsewhere, a dead server), and a fetch of the caller's own would wait as long again.
                 if not waited:
                     slot.stats.waits_for_background += 1
                     waited = True
@@ -266,6 +279,10 @@ class RangeCache:
                 if left > 0:
                     slot.ready.wait(left)
                     continue
+                stuck = RowBusy(
+                    f"a background fetch of the next range has not ended in {app_settings()['LOCK_TIMEOUT']:g} s"
+                )
+                raise SequenceUnavailable(slot.name, slot.alias, 1, stuck)
             return self._refill(slot, count)
 
     def _take_holding_write_lock(self, slot: _Slot, count: int) -> range:

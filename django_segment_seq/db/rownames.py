@@ -4,6 +4,7 @@ the name column's 100 characters."""
 
 from __future__ import annotations
 
+import re
 from urllib.parse import unquote
 
 from django.core.exceptions import ValidationError
@@ -22,6 +23,10 @@ PERIOD_SEPARATOR = "/"
 # A period key must fit the Sequence.period column and, after DERIVED_MARK, the row name.
 KEY_MAX_LENGTH = 10
 PERIOD_SUFFIX_LENGTH = len(DERIVED_MARK) + KEY_MAX_LENGTH
+# The characters of a name: ASCII letters and digits, and punctuation that means nothing to a log line, a shell, a
+# URL path segment or a collation (the rows the app derives use "@", "=", ",", "/" and percent-encoding).
+NAME_PUNCTUATION = "_-.~%@=,/:+#"
+NAME_GRAMMAR = re.compile(r"[A-Za-z0-9_.~%@=,/:+#-](?:[A-Za-z0-9_.~%@=,/:+# -]*[A-Za-z0-9_.~%@=,/:+#-])?")
 
 
 def validate_sequence_name(name: object) -> None:
@@ -37,6 +42,15 @@ def validate_sequence_name(name: object) -> None:
             _("Sequence name %(name)r is %(length)d characters long; the limit is %(limit)d."),
             code="max_length",
             params={"name": name[:20] + "…", "length": len(name), "limit": NAME_MAX_LENGTH},
+        )
+    if NAME_GRAMMAR.fullmatch(name) is None or name in (".", ".."):
+        raise ValidationError(
+            _(
+                "Sequence name %(name)s is not allowed: use ASCII letters, digits, inner spaces and %(punctuation)s, "
+                "with no space at either end, and not . or .. alone."
+            ),
+            code="invalid",
+            params={"name": ascii(name[:40]), "punctuation": " ".join(NAME_PUNCTUATION)},
         )
 
 

@@ -61,6 +61,9 @@ def split_patterns(text: str) -> list[str]:
     return [part for part in re.split(r"[\s,]+", text) if part]
 
 
-def allowed(patterns: str, name: str) -> bool:
-    """Whether `name` (a sequence name, a field label, or snowflake:LAYOUT) matches one of the shell-style patterns."""
+def allowed(patterns: str, name: str, *, fold: bool = False) -> bool:
+    """Whether `name` (a sequence name, a field label, or snowflake:LAYOUT) matches one of the shell-style patterns;
+    with `fold`, case aside, as a case-insensitive collation finds rows (names are ASCII, so lower() folds them)."""
+    if fold:
+        name, patterns = name.lower(), patterns.lower()
     return any(fnmatchcase(name, pattern) for pattern in split_patterns(patterns))
