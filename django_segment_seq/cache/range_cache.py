@@ -46,6 +46,8 @@ class _Slot:
         "contended",
         "fetching",
         "first",
+        "held",
+        "held_at",
         "hint",
         "last",
         "lock",
@@ -78,6 +80,10 @@ class _Slot:
         self.version: int | None = None
         self.pending_version: int | None = None
         self.fetching = False
+        # The latest fetch that found the row held by another transaction for LOCK_TIMEOUT, and when it ended:
+        # callers that arrived before then have waited as long already, and hear it instead of waiting again.
+        self.held: BaseException | None = None
+        self.held_at = 0.0
         self.hint = 0  # the adaptive size asked for last; 0 means the row's step
         self.completed: tuple[int, float] | None = None  # (size, seconds) of the latest range used up
         self.contended = False  # the latest fetch lost a compare-and-set
@@ -137,12 +143,13 @@ class RangeCache:
         slot = self._slots.get((alias, name)) or self._add_slot(alias, name)
         if slot.on_sqlite and callers.known_to_hold(connections[alias], name):
             return self._take_holding_write_lock(slot, 1)[0]
+        arrived = time.monotonic()
         with slot.lock:
             number = slot.next
             if number < slot.trigger:
                 slot.next = number + 1
                 return number
-            return self._take_locked(slot, 1)[0]
+            return self._take_locked(slot, 1, arrived)[0]
 
     def take_many(self, alias: str, name: str, count: int) -> range:
         """`count` contiguous numbers: from the cached range if it holds them, else from one new block."""
@@ -151,8 +158,9 @@ class RangeCache:
         slot = self._slots.get((alias, name)) or self._add_slot(alias, name)
         if slot.on_sqlite and callers.known_to_hold(connections[alias], name):
             return self._take_holding_write_lock(slot, count)
+        arrived = time.monotonic()
         with slot.lock:
-            return self._take_locked(slot, count)
+            return self._take_locked(slot, count, arrived)
 
     def take_cached(self, alias: str, name: str, count: int = 1) -> range | None:
         """`count` numbers from the current range, or None: never fetches, prefetches or waits for the lock.
@@ -252,8 +260,12 @@ class RangeCache:
         with self._guard:
             return self._slots.setdefault((alias, name), _Slot(alias, name, on_sqlite))
 
-    def _take_locked(self, slot: _Slot, count: int) -> range:
-        """The slow path, with slot.lock held: start a prefetch, switch to the prefetched range, or fetch."""
+    def _take_locked(self, slot: _Slot, count: int, arrived: float) -> range:
+        """The slow path, with slot.lock held: start a prefetch, switch to the prefetched range, or fetch.
+
+        A caller that `arrived` before a fetch found the row held (while it waited for the slot's lock or for that
+        fetch) gets SequenceUnavailable at once: its own fetch would wait LOCK_TIMEOUT again.
+        """
         waited = False
         deadline = 0.0
         while True:
@@ -283,6 +295,8 @@ class RangeCache:
                     f"a background fetch of the next range has not ended in {app_settings()['LOCK_TIMEOUT']:g} s"
                 )
                 raise SequenceUnavailable(slot.name, slot.alias, 1, stuck)
+            if slot.held is not None and slot.held_at >= arrived:
+                raise SequenceUnavailable(slot.name, slot.alias, 1, slot.held)
             return self._refill(slot, count)
 
     def _take_holding_write_lock(self, slot: _Slot, count: int) -> range:
@@ -300,7 +314,11 @@ class RangeCache:
 
     def _refill(self, slot: _Slot, wanted: int) -> range:
         """A new block of at least max(step, wanted); returns its first `wanted` numbers and caches the rest."""
-        allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
+        try:
+            allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
+        except SequenceUnavailable as exc:
+            note_held(slot, exc)
+            raise
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
         slot.fetched(allocation)
@@ -373,6 +391,7 @@ class RangeCache:
             # The next caller that runs out fetches in the foreground, where the error surfaces.
             with slot.lock:
                 slot.fetching = False
+                note_held(slot, exc)
                 slot.stats.background_failures += 1
                 slot.ready.notify_all()
                 slot.fetch_failed(exc)
@@ -408,6 +427,12 @@ class RangeCache:
         if size < slot.hint < settings["MAX_STEP"]:
             return int(slot.hint * random.uniform(0.8, 1.0))
         return slot.hint
+
+
+def note_held(slot: _Slot, exc: BaseException) -> None:
+    """Keep a fetch's failure on the slot (its lock held) when it was the row held elsewhere for LOCK_TIMEOUT."""
+    if isinstance(exc, SequenceUnavailable) and isinstance(exc.__cause__, RowBusy):
+        slot.held, slot.held_at = exc, time.monotonic()
 
 
 ranges = RangeCache()

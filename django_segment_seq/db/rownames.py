@@ -4,7 +4,6 @@ the name column's 100 characters."""
 
 from __future__ import annotations
 
-import re
 from urllib.parse import unquote
 
 from django.core.exceptions import ValidationError
@@ -23,10 +22,6 @@ PERIOD_SEPARATOR = "/"
 # A period key must fit the Sequence.period column and, after DERIVED_MARK, the row name.
 KEY_MAX_LENGTH = 10
 PERIOD_SUFFIX_LENGTH = len(DERIVED_MARK) + KEY_MAX_LENGTH
-# The characters of a name: ASCII letters and digits, and punctuation that means nothing to a log line, a shell, a
-# URL path segment or a collation (the rows the app derives use "@", "=", ",", "/" and percent-encoding).
-NAME_PUNCTUATION = "_-.~%@=,/:+#"
-NAME_GRAMMAR = re.compile(r"[A-Za-z0-9_.~%@=,/:+#-](?:[A-Za-z0-9_.~%@=,/:+# -]*[A-Za-z0-9_.~%@=,/:+#-])?")
 
 
 def validate_sequence_name(name: object) -> None:
@@ -43,15 +38,29 @@ def validate_sequence_name(name: object) -> None:
             code="max_length",
             params={"name": name[:20] + "…", "length": len(name), "limit": NAME_MAX_LENGTH},
         )
-    if NAME_GRAMMAR.fullmatch(name) is None or name in (".", ".."):
+    problem = text_problem(name)
+    if problem is not None:
         raise ValidationError(
-            _(
-                "Sequence name %(name)s is not allowed: use ASCII letters, digits, inner spaces and %(punctuation)s, "
-                "with no space at either end, and not . or .. alone."
-            ),
+            _("Sequence name %(name)s is not allowed: %(problem)s."),
             code="invalid",
-            params={"name": ascii(name[:40]), "punctuation": " ".join(NAME_PUNCTUATION)},
+            params={"name": ascii(name[:40]), "problem": problem},
         )
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot be (part of) a row name, or None: the grammar of names, beyond their length.
+
+    Printable characters only (no newline, carriage return, tab, NUL, escape, bidirectional override or
+    other control or format character: a name goes into log lines, URLs and shells), no space at either end
+    (MariaDB's collations ignore trailing spaces, so "order " would be the row "order"), and not "." or "..".
+    """
+    if not text.isprintable():
+        return "it holds a control or format character (a newline, a tab, a NUL, an escape)"
+    if text != text.strip():
+        return "it starts or ends with a space"
+    if text in (".", ".."):
+        return "it is . or .."
+    return None
 
 
 def require_valid_name(name: object) -> None:

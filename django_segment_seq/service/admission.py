@@ -14,7 +14,7 @@ from django_segment_seq.service import answers
 from django_segment_seq.service.callers import Caller, CsrfRefused, NotAuthenticated, TooManyFailures, caller_of
 from django_segment_seq.service.limits import retry_after
 from django_segment_seq.service.requests import SEQUENCE, BadRequest, Target, body_fields, requested_count
-from django_segment_seq.service.rows import folds_case, row_refusal
+from django_segment_seq.service.rows import Asker, folds_case, row_refusal
 from django_segment_seq.service.usage import usage
 
 
@@ -75,8 +75,10 @@ def row_checked(caller: Caller, target: Target) -> HttpResponse | None:
     """For a sequence: the refusal of a row that is not plain, or missing and not the caller's to create."""
     if target.kind != SEQUENCE:
         return None
-    most = app_settings()["SERVICE_CACHED_NAMES"]
-    refusal = row_refusal(alias_of_sequences(), target.name, caller.client_id, caller.max_new_rows, most)
+    alias, most = alias_of_sequences(), app_settings()["SERVICE_CACHED_NAMES"]
+    fold = folds_case(alias)
+    asker = Asker(lambda stored: caller.may_take(stored, fold=fold), caller.client_id, caller.max_new_rows)
+    refusal = row_refusal(alias, target.name, asker, most)
     return None if refusal is None else answers.answer(refusal.status, refusal.error, refusal.detail)
 
 

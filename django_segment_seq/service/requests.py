@@ -77,6 +77,8 @@ def requested_count(fields: dict[str, Any], max_count: int) -> int:
     if isinstance(value, str):
         digits = DIGITS.fullmatch(value)
         value = int(digits[1]) if digits is not None else None
+    elif isinstance(value, float) and value.is_integer() and abs(value) < 2**53:  # JSON Schema's integer: 10.0 too
+        value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise BadRequest("count", f"count must be a whole number from 1 to {max_count}.")
     if value < 1 or value > max_count:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.apps import apps
@@ -16,6 +17,7 @@ from django_segment_seq.db.rownames import DERIVED_MARK
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.service.models import Client
+from django_segment_seq.service.tokens import folded
 
 PLAIN, DERIVED = "plain", "derived"
 
@@ -54,8 +56,8 @@ def column_folds_case(alias: str) -> bool:
 
 
 def comparable(name: str, alias: str) -> str:
-    """`name` as the database compares it (names are ASCII by their grammar, so lowercasing is the whole fold)."""
-    return name.lower() if folds_case(alias) else name
+    """`name` as the database compares it: without case and accents under a _ci collation."""
+    return folded(name) if folds_case(alias) else name
 
 
 def declared_rows(alias: str) -> dict[str, str]:
@@ -81,23 +83,24 @@ def fields_rows(alias: str) -> dict[str, str]:
 
 
 class ServedNames:
-    """The names this process has found servable lately, least recently used first; the range cache of a name
-    dropped from here is dropped too, so a process's memory per name stays bounded whatever names clients send."""
+    """The names this process has found servable lately, with the name of the row the database found for each,
+    least recently used first; the range cache of a name dropped from here is dropped too, so a process's memory
+    per name stays bounded whatever names clients send."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.names: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self.names: OrderedDict[tuple[str, str], str] = OrderedDict()
 
-    def known(self, alias: str, name: str) -> bool:
+    def stored(self, alias: str, name: str) -> str | None:
         with self.lock:
-            if (alias, name) not in self.names:
-                return False
-            self.names.move_to_end((alias, name))
-            return True
+            stored = self.names.get((alias, name))
+            if stored is not None:
+                self.names.move_to_end((alias, name))
+            return stored
 
-    def keep(self, alias: str, name: str, most: int) -> None:
+    def keep(self, alias: str, name: str, stored: str, most: int) -> None:
         with self.lock:
-            self.names[(alias, name)] = None
+            self.names[(alias, name)] = stored
             dropped = [self.names.popitem(last=False)[0] for _ in range(max(0, len(self.names) - most))]
         for dropped_alias, dropped_name in dropped:
             ranges.discard(dropped_alias, dropped_name)
@@ -110,6 +113,10 @@ class ServedNames:
 served_names = ServedNames()
 
 
+def outside(name: str) -> RowRefusal:
+    return RowRefusal(403, "forbidden", f"This client may not take {name!r}.")
+
+
 def not_plain(name: str) -> RowRefusal:
     return RowRefusal(
         403,
@@ -118,23 +125,40 @@ def not_plain(name: str) -> RowRefusal:
     )
 
 
-def row_refusal(alias: str, name: str, client_id: int | None, max_new_rows: int, most_names: int) -> RowRefusal | None:
-    """None when a caller may take from row `name`; else why not. Creating a row counts against the client's cap."""
-    if served_names.known(alias, name):
-        return None
+@dataclass(frozen=True)
+class Asker:
+    """Who asks for a row: whether its patterns admit a stored name, its id and how many rows it may create."""
+
+    may_take: Callable[[str], bool]
+    client_id: int | None
+    max_new_rows: int
+
+
+def row_refusal(alias: str, name: str, asker: Asker, most_names: int) -> RowRefusal | None:
+    """None when the asker may take from the row the database finds for `name`; else why not.
+
+    The patterns are checked again on the row's stored name (the database may find "order" for "ORDER"), so
+    they admit exactly the rows whose names they match. Creating a row counts against the client's cap.
+    """
+    stored = served_names.stored(alias, name)
+    if stored is not None:
+        return None if asker.may_take(stored) else outside(name)
     if DERIVED_MARK in name:
         return not_plain(name)
     found = Sequence.objects.using(alias).filter(name=name).values_list("name", "base_name").first()
     if found is not None and found[1] is not None:
         return not_plain(name)
-    declared = declared_rows(alias).get(comparable(name if found is None else found[0], alias))
+    stored = name if found is None else found[0]
+    if not asker.may_take(stored):
+        return outside(name)
+    declared = declared_rows(alias).get(comparable(stored, alias))
     if declared == DERIVED:
         return not_plain(name)
     if found is None and declared is None:
-        refusal = creation_refusal(name, client_id, max_new_rows)
+        refusal = creation_refusal(name, asker.client_id, asker.max_new_rows)
         if refusal is not None:
             return refusal
-    served_names.keep(alias, name, most_names)
+    served_names.keep(alias, name, stored, most_names)
     return None
 
 

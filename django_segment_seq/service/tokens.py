@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -63,7 +64,12 @@ def split_patterns(text: str) -> list[str]:
 
 def allowed(patterns: str, name: str, *, fold: bool = False) -> bool:
     """Whether `name` (a sequence name, a field label, or snowflake:LAYOUT) matches one of the shell-style patterns;
-    with `fold`, case aside, as a case-insensitive collation finds rows (names are ASCII, so lower() folds them)."""
+    with `fold`, case and accents aside, as MariaDB's default collations compare names."""
     if fold:
-        name, patterns = name.lower(), patterns.lower()
+        name, patterns = folded(name), folded(patterns)
     return any(fnmatchcase(name, pattern) for pattern in split_patterns(patterns))
+
+
+def folded(text: str) -> str:
+    """`text` without case or accents ("Éte" -> "ete"), for a comparison at least as loose as a _ci collation's."""
+    return "".join(char for char in unicodedata.normalize("NFKD", text) if not unicodedata.combining(char)).casefold()
