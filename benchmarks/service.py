@@ -125,7 +125,8 @@ def scratch_env(db: str) -> dict[str, str]:
     django = [sys.executable, "-m", "django"]
     subprocess.run([*django, "migrate", "--run-syncdb", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=300)
     out = subprocess.run(
-        [*django, "segment_seq", "client", "add", "bench", "--sequences", "*", "--max-count", "1000"],
+        [*django, "segment_seq", "client", "add", "bench", "--sequences", "*", "--max-count", "1000",
+         "--create-rows", "10"],
         cwd=ROOT, env=env, check=True, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     env["BENCH_TOKEN"] = re.findall(r"ssq_\S+", out.stdout)[-1]

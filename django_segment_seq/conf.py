@@ -132,6 +132,32 @@ SETTINGS: tuple[Setting, ...] = (
         low=1,
     ),
     Setting(
+        "SERVICE_MAX_COUNT",
+        10_000,
+        (int,),
+        "largest count any ID service client may be given (the OpenAPI document's maximum of count)",
+        low=1,
+    ),
+    Setting(
+        "SERVICE_USER_RATE",
+        "10/s",
+        (str, NoneType),
+        "requests per window of each logged-in user of the ID service, e.g. 10/s; None: no limit",
+    ),
+    Setting(
+        "SERVICE_AUTH_FAILURE_RATE",
+        "30/m",
+        (str, NoneType),
+        "failed authentications per client address and window before the ID service answers 429 unread",
+    ),
+    Setting(
+        "SERVICE_CACHED_NAMES",
+        1000,
+        (int,),
+        "sequence names an ID service process keeps a range of; past it the least recently used is dropped",
+        low=1,
+    ),
+    Setting(
         "SNOWFLAKE_EPOCH_MS",
         1_767_225_600_000,
         (int,),

@@ -222,8 +222,11 @@ def _wait_for_holder(
     The bound restarts while the row keeps moving: short holds by one process after another are
     contention, which MAX_RETRIES bounds.
     """
-    if exc.row is not None and exc.row.version != plan.held_version:
+    moved = exc.row is not None and plan.held_version is not None and exc.row.version != plan.held_version
+    if exc.row is not None:
+        # The first sight of the row held starts no new bound: the attempt that saw it has waited from the start.
         plan.held_version = exc.row.version
+    if moved:
         plan.deadline = time.monotonic() + plan.bound
         if result.busy > settings["MAX_RETRIES"]:
             raise SequenceContention(name, result.busy) from exc

@@ -22,6 +22,7 @@ from django.db import connections
 from django.dispatch import receiver
 
 from django_segment_seq.allocator import callers, seen
+from django_segment_seq.allocator.attempts import RowBusy
 from django_segment_seq.allocator.blocks import Block, Unused, unused_run
 from django_segment_seq.allocator.loop import Allocation
 from django_segment_seq.cache import events
@@ -32,6 +33,7 @@ from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.rownames import require_valid_name
+from django_segment_seq.exceptions import SequenceUnavailable
 from django_segment_seq.redistier.source import allocate  # the table's allocate(), or Redis for rows on its tier
 
 
@@ -44,6 +46,8 @@ class _Slot:
         "contended",
         "fetching",
         "first",
+        "held",
+        "held_at",
         "hint",
         "last",
         "lock",
@@ -76,6 +80,10 @@ class _Slot:
         self.version: int | None = None
         self.pending_version: int | None = None
         self.fetching = False
+        # The latest fetch that found the row held by another transaction for LOCK_TIMEOUT, and when it ended:
+        # callers that arrived before then have waited as long already, and hear it instead of waiting again.
+        self.held: BaseException | None = None
+        self.held_at = 0.0
         self.hint = 0  # the adaptive size asked for last; 0 means the row's step
         self.completed: tuple[int, float] | None = None  # (size, seconds) of the latest range used up
         self.contended = False  # the latest fetch lost a compare-and-set
@@ -135,12 +143,13 @@ class RangeCache:
         slot = self._slots.get((alias, name)) or self._add_slot(alias, name)
         if slot.on_sqlite and callers.known_to_hold(connections[alias], name):
             return self._take_holding_write_lock(slot, 1)[0]
+        arrived = time.monotonic()
         with slot.lock:
             number = slot.next
             if number < slot.trigger:
                 slot.next = number + 1
                 return number
-            return self._take_locked(slot, 1)[0]
+            return self._take_locked(slot, 1, arrived)[0]
 
     def take_many(self, alias: str, name: str, count: int) -> range:
         """`count` contiguous numbers: from the cached range if it holds them, else from one new block."""
@@ -149,8 +158,9 @@ class RangeCache:
         slot = self._slots.get((alias, name)) or self._add_slot(alias, name)
         if slot.on_sqlite and callers.known_to_hold(connections[alias], name):
             return self._take_holding_write_lock(slot, count)
+        arrived = time.monotonic()
         with slot.lock:
-            return self._take_locked(slot, count)
+            return self._take_locked(slot, count, arrived)
 
     def take_cached(self, alias: str, name: str, count: int = 1) -> range | None:
         """`count` numbers from the current range, or None: never fetches, prefetches or waits for the lock.
@@ -233,14 +243,29 @@ class RangeCache:
                 runs.append((alias, name, run))
         return runs
 
+    def discard(self, alias: str, name: str) -> None:
+        """Forget one sequence's cached range (its unused numbers become a gap), to bound a process's memory.
+
+        A thread that already holds the slot may still hand out its numbers: the next caller gets a new slot,
+        which takes a new block from the row, so no number is handed out twice.
+        """
+        with self._guard:
+            slot = self._slots.pop((alias, name), None)
+            if slot is not None and self.by_name.get(name) is slot:
+                del self.by_name[name]
+
     def _add_slot(self, alias: str, name: str) -> _Slot:
         require_valid_name(name)
         on_sqlite = connections[alias].vendor == "sqlite"
         with self._guard:
             return self._slots.setdefault((alias, name), _Slot(alias, name, on_sqlite))
 
-    def _take_locked(self, slot: _Slot, count: int) -> range:
-        """The slow path, with slot.lock held: start a prefetch, switch to the prefetched range, or fetch."""
+    def _take_locked(self, slot: _Slot, count: int, arrived: float) -> range:
+        """The slow path, with slot.lock held: start a prefetch, switch to the prefetched range, or fetch.
+
+        A caller that `arrived` before a fetch found the row held (while it waited for the slot's lock or for that
+        fetch) gets SequenceUnavailable at once: its own fetch would wait LOCK_TIMEOUT again.
+        """
         waited = False
         deadline = 0.0
         while True:
@@ -256,8 +281,8 @@ class RangeCache:
                 self._set_range(slot, pending, 0, slot.pending_version)
                 continue
             if slot.fetching:
-                # Wait for the background fetch, but never longer than a lock wait: past that it is stuck
-                # (a row held elsewhere, a dead server), and the caller fetches itself.
+                # Wait for the background fetch, but never longer than a lock wait: past that it is stuck (a row
+                # held elsewhere, a dead server), and a fetch of the caller's own would wait as long again.
                 if not waited:
                     slot.stats.waits_for_background += 1
                     waited = True
@@ -266,6 +291,12 @@ class RangeCache:
                 if left > 0:
                     slot.ready.wait(left)
                     continue
+                stuck = RowBusy(
+                    f"a background fetch of the next range has not ended in {app_settings()['LOCK_TIMEOUT']:g} s"
+                )
+                raise SequenceUnavailable(slot.name, slot.alias, 1, stuck)
+            if slot.held is not None and slot.held_at >= arrived:
+                raise SequenceUnavailable(slot.name, slot.alias, 1, slot.held)
             return self._refill(slot, count)
 
     def _take_holding_write_lock(self, slot: _Slot, count: int) -> range:
@@ -283,7 +314,11 @@ class RangeCache:
 
     def _refill(self, slot: _Slot, wanted: int) -> range:
         """A new block of at least max(step, wanted); returns its first `wanted` numbers and caches the rest."""
-        allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
+        try:
+            allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
+        except SequenceUnavailable as exc:
+            note_held(slot, exc)
+            raise
         slot.record(allocation)
         slot.stats.foreground_fetches += 1
         slot.fetched(allocation)
@@ -356,6 +391,7 @@ class RangeCache:
             # The next caller that runs out fetches in the foreground, where the error surfaces.
             with slot.lock:
                 slot.fetching = False
+                note_held(slot, exc)
                 slot.stats.background_failures += 1
                 slot.ready.notify_all()
                 slot.fetch_failed(exc)
@@ -391,6 +427,12 @@ class RangeCache:
         if size < slot.hint < settings["MAX_STEP"]:
             return int(slot.hint * random.uniform(0.8, 1.0))
         return slot.hint
+
+
+def note_held(slot: _Slot, exc: BaseException) -> None:
+    """Keep a fetch's failure on the slot (its lock held) when it was the row held elsewhere for LOCK_TIMEOUT."""
+    if isinstance(exc, SequenceUnavailable) and isinstance(exc.__cause__, RowBusy):
+        slot.held, slot.held_at = exc, time.monotonic()
 
 
 ranges = RangeCache()

@@ -38,6 +38,29 @@ def validate_sequence_name(name: object) -> None:
             code="max_length",
             params={"name": name[:20] + "…", "length": len(name), "limit": NAME_MAX_LENGTH},
         )
+    problem = text_problem(name)
+    if problem is not None:
+        raise ValidationError(
+            _("Sequence name %(name)s is not allowed: %(problem)s."),
+            code="invalid",
+            params={"name": ascii(name[:40]), "problem": problem},
+        )
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot be (part of) a row name, or None: the grammar of names, beyond their length.
+
+    Printable characters only (no newline, carriage return, tab, NUL, escape, bidirectional override or
+    other control or format character: a name goes into log lines, URLs and shells), no space at either end
+    (MariaDB's collations ignore trailing spaces, so "order " would be the row "order"), and not "." or "..".
+    """
+    if not text.isprintable():
+        return "it holds a control or format character (a newline, a tab, a NUL, an escape)"
+    if text != text.strip():
+        return "it starts or ends with a space"
+    if text in (".", ".."):
+        return "it is . or .."
+    return None
 
 
 def require_valid_name(name: object) -> None:

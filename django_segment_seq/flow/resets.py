@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from django.db.migrations.serializer import serializer_factory
 
-from django_segment_seq.db.rownames import DERIVED_MARK, KEY_MAX_LENGTH
+from django_segment_seq.db.rownames import DERIVED_MARK, KEY_MAX_LENGTH, text_problem
 
 # Named resets and the word messages use for one of their periods.
 NAMED: dict[str, str] = {
@@ -67,6 +67,9 @@ def key_problem(key: object) -> str | None:
         return (
             f"a period key must not contain {DERIVED_MARK!r}, which separates sequence name and period, as {key!r} does"
         )
+    problem = text_problem(key)
+    if problem is not None:
+        return f"a period key names a row, and {key!r} cannot: {problem}"
     return None
 
 

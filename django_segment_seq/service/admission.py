@@ -1,4 +1,5 @@
-"""Everything a request passes before numbers are taken: method, caller, scope, count and rate, in that order."""
+"""Everything a request passes before numbers are taken: method, caller, rate, scope, count and row, in that order,
+so a refusal past the rate costs a read of the cache and nothing of the database."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from dataclasses import dataclass
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 
+from django_segment_seq.conf import app_settings
+from django_segment_seq.db.routing import fixed_alias, sequence_database
 from django_segment_seq.service import answers
-from django_segment_seq.service.callers import Caller, CsrfRefused, NotAuthenticated, caller_of
+from django_segment_seq.service.callers import Caller, CsrfRefused, NotAuthenticated, TooManyFailures, caller_of
 from django_segment_seq.service.limits import retry_after
-from django_segment_seq.service.requests import BadRequest, Target, body_fields, requested_count
+from django_segment_seq.service.requests import SEQUENCE, BadRequest, Target, body_fields, requested_count
+from django_segment_seq.service.rows import Asker, folds_case, row_refusal
 from django_segment_seq.service.usage import usage
 
 
@@ -35,21 +39,49 @@ def admit(request: HttpRequest, target: Target) -> Admission:
         caller = caller_of(request)
     except NotAuthenticated:
         return Admission(None, refusal=answers.unauthorized())
+    except TooManyFailures as exc:
+        detail = "Too many failed authentications from this address; try again later."
+        return Admission(None, refusal=answers.later(429, "rate_limited", detail, exc.seconds))
     except CsrfRefused:
         return Admission(None, refusal=answers.answer(403, "csrf", "A session caller must send the CSRF token."))
     if usage.due():
         usage.flush()
     try:
         target.check()
-        if not caller.may_take(target.scope_name):
-            refusal = answers.answer(403, "forbidden", f"This client may not take {target.scope_name!r}.")
+        refusal = checked(caller, target)
+        if refusal is not None:
             return Admission(caller, refusal=refusal)
-        if caller.rate is not None:
-            seconds = retry_after(caller.rate_key, caller.rate)
-            if seconds is not None:
-                detail = f"More than {caller.rate.limit} requests in {caller.rate.seconds} s."
-                return Admission(caller, refusal=answers.later(429, "rate_limited", detail, seconds))
         count = requested_count(body_fields(request), caller.max_count)
     except BadRequest as exc:
         return Admission(caller, refusal=answers.bad_request(exc.field, exc.detail))
-    return Admission(caller, count)
+    refusal = row_checked(caller, target)
+    return Admission(caller, count, refusal)
+
+
+def checked(caller: Caller, target: Target) -> HttpResponse | None:
+    """The refusal of a caller past its rate (every request counts, refused or not) or outside its patterns."""
+    if caller.rate is not None:
+        seconds = retry_after(caller.rate_key, caller.rate)
+        if seconds is not None:
+            detail = f"More than {caller.rate.limit} requests in {caller.rate.seconds} s."
+            return answers.later(429, "rate_limited", detail, seconds)
+    fold = target.kind == SEQUENCE and folds_case(alias_of_sequences())
+    if not caller.may_take(target.scope_name, fold=fold):
+        return answers.answer(403, "forbidden", f"This client may not take {target.scope_name!r}.")
+    return None
+
+
+def row_checked(caller: Caller, target: Target) -> HttpResponse | None:
+    """For a sequence: the refusal of a row that is not plain, or missing and not the caller's to create."""
+    if target.kind != SEQUENCE:
+        return None
+    alias, most = alias_of_sequences(), app_settings()["SERVICE_CACHED_NAMES"]
+    fold = folds_case(alias)
+    asker = Asker(lambda stored: caller.may_take(stored, fold=fold), caller.client_id, caller.max_new_rows)
+    refusal = row_refusal(alias, target.name, asker, most)
+    return None if refusal is None else answers.answer(refusal.status, refusal.error, refusal.detail)
+
+
+def alias_of_sequences() -> str:
+    """The alias next_values() takes from when not told one."""
+    return fixed_alias() or sequence_database()

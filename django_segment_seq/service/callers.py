@@ -15,6 +15,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 
 from django_segment_seq.conf import app_settings
+from django_segment_seq.service.limits import peek, retry_after
 from django_segment_seq.service.models import Client
 from django_segment_seq.service.tokens import NO_DIGEST, Rate, allowed, digest, parse_rate
 
@@ -35,9 +36,12 @@ class Caller:
     rate: Rate | None
     # The rate's counter in the cache: the client's id and its token's digest, so a client added again counts anew.
     rate_key: str = ""
+    # How many rows the client may create by naming them (its cap; the count is kept in its row): 0 for none.
+    max_new_rows: int = 0
 
-    def may_take(self, target: str) -> bool:
-        return self.patterns is None or allowed(self.patterns, target)
+    def may_take(self, target: str, *, fold: bool = False) -> bool:
+        """Whether a pattern admits `target`; with `fold`, as a case-insensitive collation compares names."""
+        return self.patterns is None or allowed(self.patterns, target, fold=fold)
 
 
 class NotAuthenticated(Exception):
@@ -46,6 +50,38 @@ class NotAuthenticated(Exception):
 
 class CsrfRefused(Exception):
     """A session caller without a valid CSRF token."""
+
+
+class TooManyFailures(Exception):
+    """The caller's address failed to authenticate too often in this window; answered without reading the table."""
+
+    def __init__(self, seconds: int) -> None:
+        super().__init__(seconds)
+        self.seconds = seconds
+
+
+def failure_rate() -> Rate | None:
+    rate = app_settings()["SERVICE_AUTH_FAILURE_RATE"]
+    return None if rate is None else parse_rate(rate)
+
+
+def address_of(request: HttpRequest) -> str:
+    """The address failures are counted by: REMOTE_ADDR, the peer as the server sees it."""
+    return str(request.META.get("REMOTE_ADDR") or "-")
+
+
+def refuse_if_failing(address: str) -> None:
+    """TooManyFailures, from the cache alone, when `address` is past SERVICE_AUTH_FAILURE_RATE."""
+    rate = failure_rate()
+    seconds = None if rate is None else peek(f"auth-failures:{address}", rate)
+    if seconds is not None:
+        raise TooManyFailures(seconds)
+
+
+def note_failure(address: str) -> None:
+    rate = failure_rate()
+    if rate is not None:
+        retry_after(f"auth-failures:{address}", rate)
 
 
 def bearer_token(request: HttpRequest) -> str | None:
@@ -63,7 +99,15 @@ def client_with(token: str) -> Client | None:
     now = timezone.now()
     found = list(
         Client.objects.filter(Q(token_digest=wanted) | Q(previous_digest=wanted), revoked_at=None).only(
-            "id", "name", "token_digest", "previous_digest", "previous_valid_until", "sequences", "max_count", "rate"
+            "id",
+            "name",
+            "token_digest",
+            "previous_digest",
+            "previous_valid_until",
+            "sequences",
+            "max_count",
+            "rate",
+            "max_new_rows",
         )[:2]
     )
     match = None
@@ -105,17 +149,28 @@ post_save.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service
 post_delete.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service_known_tokens_delete")
 
 
-def client_caller(token: str) -> Caller:
-    """The caller of a bearer token, from memory for a token found valid in the last KNOWN_FOR seconds."""
+def client_caller(token: str, address: str = "-") -> Caller:
+    """The caller of a bearer token, from memory for a token found valid in the last KNOWN_FOR seconds; an address
+    past its failures is refused before the table is read."""
     wanted = digest(token) if token else NO_DIGEST
     caller = known.get(wanted) if token else None
     if caller is not None:
         return caller
+    refuse_if_failing(address)
     client = client_with(token)
     if client is None:
+        note_failure(address)
         raise NotAuthenticated
     rate_key = f"{client.id}-{client.token_digest[:16]}"
-    caller = Caller(client.name, client.id, client.sequences, client.max_count, parse_rate(client.rate), rate_key)
+    caller = Caller(
+        client.name,
+        client.id,
+        client.sequences,
+        client.max_count,
+        parse_rate(client.rate),
+        rate_key,
+        client.max_new_rows,
+    )
     until = time.monotonic() + KNOWN_FOR
     if client.token_digest != wanted and client.previous_valid_until is not None:  # an old token in its grace
         until = min(until, time.monotonic() + (client.previous_valid_until - timezone.now()).total_seconds())
@@ -126,12 +181,18 @@ def client_caller(token: str) -> Caller:
 def caller_of(request: HttpRequest) -> Caller:
     """The caller of `request`; NotAuthenticated or CsrfRefused when it may not call."""
     token = bearer_token(request)
+    address = address_of(request)
     if token is not None or not hasattr(request, "user"):
-        return client_caller(token or "")
+        return client_caller(token or "", address)
+    refuse_if_failing(address)
     user = request.user
     if not user.is_authenticated or not user.has_perm(PERMISSION):
         client_with("")  # the same work as a wrong token
+        note_failure(address)
         raise NotAuthenticated
     if CsrfViewMiddleware(lambda _request: None).process_view(request, None, (), {}) is not None:  # type: ignore[arg-type]
         raise CsrfRefused
-    return Caller(f"user:{user.get_username()}", None, None, app_settings()["SERVICE_USER_MAX_COUNT"], None)
+    settings = app_settings()
+    rate = None if settings["SERVICE_USER_RATE"] is None else parse_rate(settings["SERVICE_USER_RATE"])
+    name = f"user:{user.get_username()}"
+    return Caller(name, None, None, settings["SERVICE_USER_MAX_COUNT"], rate, f"user-{user.pk}")

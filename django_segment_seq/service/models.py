@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from django_segment_seq.conf import app_settings
 from django_segment_seq.service.tokens import parse_rate
 
 
@@ -44,6 +45,15 @@ class Client(models.Model):
         validators=[validate_rate],
         help_text=_("Requests per window, e.g. 50/s or 1000/m; empty for no limit."),
     )
+    max_new_rows = models.PositiveIntegerField(
+        _("rows it may create"),
+        default=0,
+        help_text=_(
+            "How many new sequences the client may create by naming them; 0 (the default): only sequences that "
+            "exist or a field declares."
+        ),
+    )
+    rows_created = models.PositiveIntegerField(_("rows created"), default=0, editable=False)
     created_at = models.DateTimeField(_("created"), auto_now_add=True)
     revoked_at = models.DateTimeField(_("revoked"), null=True, blank=True)
     last_used_at = models.DateTimeField(_("last use"), null=True, blank=True, editable=False)
@@ -59,3 +69,11 @@ class Client(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        """A largest count within SERVICE_MAX_COUNT, the maximum the OpenAPI document gives generated clients."""
+        most = app_settings()["SERVICE_MAX_COUNT"]
+        if self.max_count is not None and self.max_count > most:
+            raise ValidationError(
+                {"max_count": _("At most %(most)d (SEGMENT_SEQ['SERVICE_MAX_COUNT']).") % {"most": most}}
+            )

@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django_segment_seq.db.rownames import NAME_MAX_LENGTH
+from django_segment_seq.snowflake.layouts import LAYOUTS
+
+# The names the service hands out from: the sequence name grammar (docs/id-service.md) less "@", which marks the
+# rows fields derive, "/", which ends a path segment, and a leading ".", so never "." or "..".
+NAME_PATTERN = r"^[A-Za-z0-9_~%=,:+#-]([A-Za-z0-9_.~%=,:+# -]*[A-Za-z0-9_.~%=,:+#-])?$"
+LABEL_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$"
+INT64 = {"type": "integer", "format": "int64"}
 ERROR = {"$ref": "#/components/schemas/Error"}
 WAIT = {"Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "integer"}}}
 
@@ -15,8 +23,8 @@ def refusal(description: str, headers: dict[str, Any] | None = None) -> dict[str
     return answer
 
 
-def taking(summary: str, parameter: str, description: str, result: str) -> dict[str, Any]:
-    """One POST .../next operation."""
+def taking(summary: str, parameter: str, description: str, result: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """One POST .../next operation; `schema` is its path parameter's."""
     return {
         "post": {
             "summary": summary,
@@ -28,7 +36,7 @@ def taking(summary: str, parameter: str, description: str, result: str) -> dict[
                     "in": "path",
                     "required": True,
                     "description": description,
-                    "schema": {"type": "string"},
+                    "schema": schema,
                 }
             ],
             "requestBody": {
@@ -45,32 +53,48 @@ def taking(summary: str, parameter: str, description: str, result: str) -> dict[
                 },
                 "400": refusal("A bad name, body or count; `field` names it."),
                 "401": refusal("No valid token.", {"WWW-Authenticate": {"schema": {"type": "string"}}}),
-                "403": refusal("Outside the client's patterns, or a session without its CSRF token."),
-                "404": refusal("No such field, layout or sequence (when rows are not created on first use)."),
+                "403": refusal(
+                    "Outside the client's patterns, a row a field derives or numbers gaplessly, a session without "
+                    "its CSRF token, or past the rows the client may create."
+                ),
+                "404": refusal("No such field or sequence (a client creates rows only when it may)."),
                 "405": refusal("Only POST."),
                 "409": refusal("The sequence is exhausted."),
-                "429": refusal("Past the client's rate.", WAIT),
+                "429": refusal("Past the client's rate, or too many failed authentications.", WAIT),
                 "503": refusal("Numbers cannot be handed out now.", WAIT),
             },
         }
     }
 
 
-SCHEMAS: dict[str, Any] = {
-    "Count": {
-        "type": "object",
-        "properties": {
-            "count": {"type": "integer", "minimum": 1, "default": 1, "description": "Up to the client's largest count."}
+def schemas(most: int) -> dict[str, Any]:
+    """The components' schemas; `most` is the largest count any client may be given (SERVICE_MAX_COUNT)."""
+    return {
+        "Count": {
+            "type": "object",
+            "properties": {
+                "count": {
+                    **INT64,
+                    "minimum": 1,
+                    "maximum": most,
+                    "default": 1,
+                    "description": "Up to the client's largest count (at most this maximum).",
+                }
+            },
         },
-    },
+        **RESULTS,
+    }
+
+
+RESULTS: dict[str, Any] = {
     "Block": {
         "type": "object",
         "required": ["name", "first", "last", "count", "first_text", "last_text"],
         "properties": {
             "name": {"type": "string"},
-            "first": {"type": "integer"},
-            "last": {"type": "integer"},
-            "count": {"type": "integer"},
+            "first": INT64,
+            "last": INT64,
+            "count": INT64,
             "first_text": {"type": "string", "description": "first as a string, for JavaScript."},
             "last_text": {"type": "string"},
         },
@@ -81,15 +105,15 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "label": {"type": "string"},
             "texts": {"type": "array", "items": {"type": "string"}},
-            "values": {"type": "array", "items": {"type": "integer"}, "description": "For an integer field."},
+            "values": {"type": "array", "items": INT64, "description": "For an integer field."},
         },
     },
     "Snowflakes": {
         "type": "object",
         "required": ["layout", "ids", "id_texts"],
         "properties": {
-            "layout": {"type": "string"},
-            "ids": {"type": "array", "items": {"type": "integer"}},
+            "layout": {"type": "string", "enum": sorted(LAYOUTS)},
+            "ids": {"type": "array", "items": INT64},
             "id_texts": {
                 "type": "array",
                 "items": {"type": "string"},
@@ -115,18 +139,21 @@ SCHEMAS: dict[str, Any] = {
 }
 
 
-def document(prefix: str) -> dict[str, Any]:
-    """The document for the service mounted at `prefix` ("/ids")."""
+def document(server: str, most: int) -> dict[str, Any]:
+    """The document for the service at `server` ("https://ids.example.com/ids", as the request reached it)."""
+    name = {"type": "string", "minLength": 1, "maxLength": NAME_MAX_LENGTH, "pattern": NAME_PATTERN, "example": "order"}
+    label = {"type": "string", "pattern": LABEL_PATTERN, "example": "shop.Order.reference"}
+    layout = {"type": "string", "enum": sorted(LAYOUTS), "example": "classic"}
     return {
         "openapi": "3.1.0",
         "info": {"title": "django-segment-seq ID service", "version": "1", "description": "Unique numbers over HTTP."},
-        "servers": [{"url": prefix}],
+        "servers": [{"url": server, "description": "This service, as the request for this document reached it."}],
         "paths": {
-            "/{name}/next": taking("A contiguous block of a sequence.", "name", "The sequence name.", "Block"),
+            "/{name}/next": taking("A contiguous block of a sequence.", "name", "The sequence name.", "Block", name),
             "/fields/{label}/next": taking(
-                "Values of a field, as it renders them.", "label", "APP_LABEL.Model.field", "Texts"
+                "Values of a field, as it renders them.", "label", "APP_LABEL.Model.field", "Texts", label
             ),
-            "/snowflake/{layout}/next": taking("Snowflake ids.", "layout", "classic or js53.", "Snowflakes"),
+            "/snowflake/{layout}/next": taking("Snowflake ids.", "layout", "The layout.", "Snowflakes", layout),
             "/health": {
                 "get": {
                     "summary": "Whether numbers can be handed out now.",
@@ -151,7 +178,7 @@ def document(prefix: str) -> dict[str, Any]:
             },
         },
         "components": {
-            "schemas": SCHEMAS,
+            "schemas": schemas(most),
             "securitySchemes": {
                 "bearer": {
                     "type": "http",

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
+from django.db import DatabaseError
 from django.http import HttpResponse, JsonResponse
 
 from django_segment_seq.exceptions import SequenceError, SequenceExhausted, SequenceNotFound, SequenceScopeError
@@ -19,12 +21,49 @@ logger = logging.getLogger("django_segment_seq.service")
 RETRY_SECONDS = 1
 
 
+def shown(text: object) -> str:
+    """A caller's text as a log line may carry it: as it is when it is plain printable ASCII, else its repr()."""
+    value = str(text)
+    return value if value.isascii() and value.isprintable() else ascii(value)
+
+
+class Outage:
+    """Whether numbers could not be handed out lately: the first failure of an outage is logged as a warning, the
+    rest at DEBUG, and the first answer after it says the outage ended, so an outage is two lines, not a flood."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.failing = False
+        self.refused = 0
+
+    def failed(self, what: str, exc: BaseException) -> None:
+        with self.lock:
+            first, self.failing = not self.failing, True
+            self.refused += 1
+        if first:
+            logger.warning("ID service: numbers cannot be handed out (%s): %s: %s", what, type(exc).__name__, exc)
+        else:
+            logger.debug("ID service: still unavailable (%s): %s", what, exc)
+
+    def served(self) -> None:
+        if not self.failing:
+            return
+        with self.lock:
+            ended, refused, self.failing, self.refused = self.failing, self.refused, False, 0
+        if ended:
+            logger.warning("ID service: numbers are handed out again, after %d requests answered 503", refused)
+
+
+outage = Outage()
+
+
 def served(caller: Caller, target: Target, body: dict[str, Any]) -> JsonResponse:
     """A 200 with the numbers; the block is logged with the caller and the range."""
-    numbers, shown = handed_out(body)
+    numbers, range_text = handed_out(body)
     if caller.client_id is not None:
         usage.note(caller.client_id, numbers)
-    logger.info("ID service: %s took %d of %s: %s", caller.name, numbers, target.scope_name, shown)
+    logger.info("ID service: %s took %d of %s: %s", shown(caller.name), numbers, shown(target.scope_name), range_text)
+    outage.served()
     return JsonResponse(body)
 
 
@@ -38,11 +77,18 @@ def failed(exc: BaseException, target: Target) -> HttpResponse:
         return answers.answer(409, "exhausted", str(exc))
     if isinstance(exc, SequenceScopeError):
         return answers.bad_request("name", str(exc))
-    if isinstance(exc, SequenceError):
-        logger.warning("ID service: no numbers of %s: %s", target.scope_name, exc)
-        return answers.later(503, "unavailable", "Numbers cannot be handed out now; try again.", RETRY_SECONDS)
-    logger.error("ID service: unexpected error taking %s", target.scope_name, exc_info=exc)
-    return answers.later(503, "unavailable", "Numbers cannot be handed out now; try again.", RETRY_SECONDS)
+    if isinstance(exc, SequenceError | DatabaseError):
+        outage.failed(shown(target.scope_name), exc)
+    else:
+        logger.error("ID service: unexpected error taking %s", shown(target.scope_name), exc_info=exc)
+    return unavailable()
+
+
+def unavailable() -> HttpResponse:
+    """A 503 with Retry-After, logged here (once per outage), not again by django.request for each request."""
+    response = answers.later(503, "unavailable", "Numbers cannot be handed out now; try again.", RETRY_SECONDS)
+    response._has_been_logged = True  # type: ignore[attr-defined]  # Django's log_response() then skips it
+    return response
 
 
 def counted(caller: Caller | None, response: HttpResponse) -> HttpResponse:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,8 @@ from django.http import HttpRequest
 from django_segment_seq.db.rownames import validate_sequence_name
 
 SEQUENCE, FIELD, SNOWFLAKE = "sequence", "field", "snowflake"
+# A count written as text: ASCII digits only ("²" and "٣" are digits to str.isdigit(), not to int() or a reader).
+DIGITS = re.compile(r"\s*([0-9]{1,18})\s*")
 
 
 class BadRequest(Exception):
@@ -59,18 +62,23 @@ def body_fields(request: HttpRequest) -> dict[str, Any]:
             raise BadRequest("body", "The form body cannot be read.") from None
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: a body nested too deep to parse
         raise BadRequest("body", 'The body must be a JSON object, e.g. {"count": 10}.') from None
     if not isinstance(data, dict):
         raise BadRequest("body", 'The body must be a JSON object, e.g. {"count": 10}.')
+    if isinstance(data.get("count"), str):  # text is for a form or a query string; JSON has numbers
+        raise BadRequest("count", 'count in a JSON body is a number, e.g. {"count": 10}, not a string.')
     return fields | data
 
 
 def requested_count(fields: dict[str, Any], max_count: int) -> int:
     """`count`, 1 by default; BadRequest naming the field unless it is a whole number from 1 to `max_count`."""
     value = fields.get("count", 1)
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) < 20:
-        value = int(value.strip())
+    if isinstance(value, str):
+        digits = DIGITS.fullmatch(value)
+        value = int(digits[1]) if digits is not None else None
+    elif isinstance(value, float) and value.is_integer() and abs(value) < 2**53:  # JSON Schema's integer: 10.0 too
+        value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise BadRequest("count", f"count must be a whole number from 1 to {max_count}.")
     if value < 1 or value > max_count:

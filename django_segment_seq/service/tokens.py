@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -61,6 +62,14 @@ def split_patterns(text: str) -> list[str]:
     return [part for part in re.split(r"[\s,]+", text) if part]
 
 
-def allowed(patterns: str, name: str) -> bool:
-    """Whether `name` (a sequence name, a field label, or snowflake:LAYOUT) matches one of the shell-style patterns."""
+def allowed(patterns: str, name: str, *, fold: bool = False) -> bool:
+    """Whether `name` (a sequence name, a field label, or snowflake:LAYOUT) matches one of the shell-style patterns;
+    with `fold`, case and accents aside, as MariaDB's default collations compare names."""
+    if fold:
+        name, patterns = folded(name), folded(patterns)
     return any(fnmatchcase(name, pattern) for pattern in split_patterns(patterns))
+
+
+def folded(text: str) -> str:
+    """`text` without case or accents ("Éte" -> "ete"), for a comparison at least as loose as a _ci collation's."""
+    return "".join(char for char in unicodedata.normalize("NFKD", text) if not unicodedata.combining(char)).casefold()

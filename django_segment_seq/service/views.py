@@ -8,6 +8,7 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from django_segment_seq.conf import app_settings
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.service import answers
@@ -84,7 +85,8 @@ def openapi(request: HttpRequest) -> HttpResponse:
     if request.method not in ("GET", "HEAD"):
         return answers.not_allowed("GET, HEAD")
     prefix = request.path[: -len("openapi.json")] if request.path.endswith("openapi.json") else "/"
-    return JsonResponse(document(prefix.rstrip("/") or "/"))
+    server = request.build_absolute_uri(prefix).rstrip("/")
+    return JsonResponse(document(server, app_settings()["SERVICE_MAX_COUNT"]))
 
 
 @csrf_exempt

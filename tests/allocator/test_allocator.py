@@ -116,7 +116,7 @@ def test_next_values_refuses_counts_below_one(bad):
     assert not Sequence.objects.exists()
 
 
-@pytest.mark.parametrize("bad", ["", "   ", "x" * 101, None])
+@pytest.mark.parametrize("bad", ["", "   ", "x" * 101, None, "a\nb", " a", "a ", ".", "..", "\u202eevil"])
 def test_bad_names_are_refused_before_touching_the_table(bad):
     with pytest.raises(ValueError):
         next_value(bad)

@@ -9,11 +9,13 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from django_segment_seq.models import Sequence
 from django_segment_seq.remote import RemoteError, RemoteSequence, RemoteUnavailable
 from django_segment_seq.service.models import Client
 from django_segment_seq.service.tokens import digest, new_token, shown_part
@@ -22,6 +24,7 @@ from tests.support.id_service import LiveServer, call, load, raw
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 KINDS = ["gunicorn", "uvicorn"]
+CONTRACT_MAX_COUNT = 1000
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +35,10 @@ def servers(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[di
         env = worker_env(
             SERVICE_CACHE_DIR=str(folder / "cache"), DJANGO_SETTINGS_MODULE="tests.service_project.settings"
         )
-    env["SEGMENT_SEQ_TEST_SETTINGS"] = json.dumps({"LOCK_TIMEOUT": 0.5, "CONNECTION_RETRIES": 2})
+    # SERVICE_MAX_COUNT: the OpenAPI document's maximum count, which the contract test's client may take.
+    env["SEGMENT_SEQ_TEST_SETTINGS"] = json.dumps(
+        {"LOCK_TIMEOUT": 0.5, "CONNECTION_RETRIES": 2, "SERVICE_MAX_COUNT": CONTRACT_MAX_COUNT}
+    )
     started: dict[str, LiveServer] = {}
     try:
         for kind, workers in (("gunicorn", 3), ("uvicorn", 2)):
@@ -46,6 +52,8 @@ def servers(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[di
 
 
 def make_client(name: str = "shop", sequences: str = "order*", **fields: object) -> str:
+    """A client that may create the fresh sequences the tests name (max_new_rows), unless told otherwise."""
+    fields.setdefault("max_new_rows", 100)
     token = new_token()
     Client.objects.create(
         name=name, sequences=sequences, token_start=shown_part(token), token_digest=digest(token), **fields
@@ -150,7 +158,7 @@ def test_health_and_the_openapi_document(servers, kind):
     assert status == 200
     document = json.loads(body)
     validate(document)
-    assert document["openapi"].startswith("3.1") and document["servers"] == [{"url": "/ids"}]
+    assert document["openapi"].startswith("3.1") and document["servers"][0]["url"] == url.rstrip("/")
     documented = set(document["paths"]["/{name}/next"]["post"]["responses"])
     assert {"200", "400", "401", "403", "404", "405", "409", "429", "503"} <= documented
 
@@ -195,7 +203,7 @@ def test_fuzz_never_a_500(servers, kind):
     def request(method: str, path: str, headers: dict[str, str], body: bytes, authorized: bool) -> None:
         if authorized:
             headers = {**headers, "Authorization": f"Bearer {token}"}
-        status, answer = raw(port, method, path, headers, body)
+        status, answer = raw(port, method, path, headers, body, source="127.0.0.3")  # its 401s counted apart
         assert status < 500 or status == 503, (status, answer[:300])
         assert b"Traceback" not in answer and b'File "' not in answer
 
@@ -257,3 +265,201 @@ def test_servers_leave_no_process_behind(servers, tmp_path):
     assert len(server.live_in_group()) >= 3  # the manager and its two workers
     server.stop()
     assert server.live_in_group() == []
+
+
+# Trust: what a client reaches, which names enter, what refusals cost, how bad input and outages are answered
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_only_plain_rows_that_exist_over_the_wire(servers, kind):
+    from tests.testapp.models import DailyOrder, GaplessInvoice
+
+    url = servers[kind].url
+    token = make_client("partner", "order*,daily-order*,gapless-invoice*,counted-*,partner-*", max_new_rows=0)
+    DailyOrder.objects.create()
+    GaplessInvoice.objects.create()
+    derived = list(Sequence.objects.exclude(base_name=None).values_list("name", flat=True))
+    before = dict(Sequence.objects.values_list("name", "value"))
+    for name in [*derived, "daily-order", "gapless-invoice", "counted-invoice", "daily-order@2099-01-01"]:
+        status, _, body = call(url + name + "/next", {"count": 1}, token)
+        assert status == 403 and json.loads(body)["error"] == "not_plain", (name, body)
+    status, _, body = call(url + fresh("partner") + "/next", {"count": 1}, token)
+    assert status == 404 and json.loads(body)["error"] == "not_found"
+    assert dict(Sequence.objects.values_list("name", "value")) == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_forged_log_line_is_a_400_and_never_logged(servers, kind):
+    server = servers[kind]
+    token = make_client("forger", "order*")
+    forged = "order%0AID%20service%3A%20admin%20took%201000000%20of%20order%3A%201-1000000"
+    for name in (forged, "order%0D%1B%5B31m", "order%20", "%20order", "order%00x", ".."):
+        status, body = raw(server.port, "POST", f"/ids/{name}/next", {"Authorization": f"Bearer {token}"}, b"")
+        assert status in (400, 404) and b"Traceback" not in body, (name, status, body)
+        assert status == 404 or json.loads(body)["field"] == "name"
+    time.sleep(0.2)  # the server's log lines are written by its own processes
+    assert "ID service: admin" not in server.log.read_text()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_rate_holds_on_a_shared_file_cache_under_concurrency(servers, kind):
+    token = make_client("racer", rate="30/h")
+    name = fresh("racer")
+    Sequence.objects.create(name=name)
+    started = time.time()
+    statuses = concurrent_statuses(servers[kind].url + name + "/next", token, threads=24, each=8)
+    windows = int(time.time() // 3600) - int(started // 3600) + 1
+    assert statuses.get(200, 0) == 30 * windows or (windows > 1 and statuses.get(200, 0) <= 30 * windows), statuses
+    assert set(statuses) == {200, 429}
+
+
+def concurrent_statuses(url: str, token: str, threads: int, each: int) -> dict[int, int]:
+    """`threads` callers at once, `each` requests apiece: how many got each status."""
+    statuses: dict[int, int] = {}
+    lock = threading.Lock()
+    start = threading.Barrier(threads)
+
+    def caller() -> None:
+        start.wait(10)
+        for _ in range(each):
+            status = call(url, {"count": 1}, token, timeout=15)[0]
+            with lock:
+                statuses[status] = statuses.get(status, 0) + 1
+
+    workers = [threading.Thread(target=caller) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert not worker.is_alive(), "a caller hung"
+    return statuses
+
+
+@pytest.mark.parametrize(("kind", "source"), [("gunicorn", "127.0.0.4"), ("uvicorn", "127.0.0.5")])
+def test_refusals_are_limited_too(servers, kind, source):
+    port = servers[kind].port
+    prober = make_client("prober", "order*", rate="5/h")
+    forbidden = [
+        raw(port, "POST", "/ids/invoice/next", {"Authorization": f"Bearer {prober}"}, b"")[0] for _ in range(7)
+    ]
+    assert forbidden == [403] * 5 + [429] * 2
+    guesses = [
+        raw(port, "POST", "/ids/order/next", {"Authorization": "Bearer ssq_" + "G" * 43}, b"", source)
+        for _ in range(32)
+    ]
+    assert [status for status, _ in guesses] == [401] * 30 + [429] * 2  # SERVICE_AUTH_FAILURE_RATE's 30/m
+    assert json.loads(guesses[-1][1])["error"] == "rate_limited"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bad_input_is_a_400_naming_the_field_over_the_wire(servers, kind):
+    url, port = servers[kind].url, servers[kind].port
+    token = make_client("careless", "order*")
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-www-form-urlencoded"}
+    for count in ("%C2%B2", "%C2%B9%E2%81%B0", "%D9%A3"):  # "²", "¹⁰", "٣"
+        status, body = raw(port, "POST", f"/ids/order/next?count={count}", headers, b"")
+        assert status == 400 and json.loads(body)["field"] == "count", (count, body)
+        status, body = raw(port, "POST", "/ids/order/next", headers, f"count={count}".encode())
+        assert status == 400 and json.loads(body)["field"] == "count", (count, body)
+    headers["Content-Type"] = "application/json"
+    status, body = raw(port, "POST", "/ids/order/next", headers, b"[" * 100_000)
+    assert status == 400 and json.loads(body)["field"] == "body"
+    status, _, body = call(url + "order%00/next", {"count": 1}, token)
+    assert status == 400 and json.loads(body)["field"] == "name"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_database_outage_is_one_warning_not_a_traceback_per_request(servers, kind, backend, tmp_path):
+    from tests.support.servers import free_port
+
+    env = dict(servers[kind].env)
+    if backend == "sqlite":
+        env["SEGMENT_SEQ_TEST_DB_NAME"] = str(tmp_path / "no" / "such" / "folder.sqlite3")
+    else:  # the same server and database, at a port nothing listens on
+        url = {"mariadb": "mysql://root@127.0.0.1:{}/test", "postgres": "postgres://postgres@127.0.0.1:{}/test"}
+        env[f"SEGMENT_SEQ_TEST_{backend.upper()}_URL"] = url[backend].format(free_port())
+    server = LiveServer(kind, env, tmp_path / f"{kind}.log", workers=2, ready=503)
+    server.start()
+    try:
+        token = new_token()
+        answers = [call(server.url + "order/next", {"count": 1}, token) for _ in range(40)]
+    finally:
+        server.stop()
+    assert {status for status, _, _ in answers} == {503}
+    assert all(headers["Retry-After"] == "1" for _, headers, _ in answers)
+    log = server.log.read_text()
+    assert "Traceback" not in log, log[-3000:]
+    assert 1 <= log.count("numbers cannot be handed out") <= 2, log[-3000:]  # once per worker process
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_refusal_under_a_row_lock_comes_within_the_lock_timeout(servers, kind, backend, tmp_path):
+    """The row locked while the next range is prefetched: the caller that runs out waits for that fetch, and is
+    answered when it fails, not after a second wait of its own; on uvicorn, callers queued behind it too."""
+    if backend == "sqlite":
+        pytest.skip("SQLite locks the whole file; the lock is held on a row elsewhere")
+    from django.db import transaction
+
+    settings = {"LOCK_TIMEOUT": 2.0, "ADAPTIVE_STEP": False, "PREFETCH_AT": 0.2}
+    env = {**servers[kind].env, "SEGMENT_SEQ_TEST_SETTINGS": json.dumps(settings)}
+    server = LiveServer(kind, env, tmp_path / f"{kind}.log", workers=1)
+    server.start()
+    try:
+        token = make_client("patient")
+        name = fresh("locked")
+        Sequence.objects.create(name=name, step=1000)
+        url = server.url + name + "/next"
+        assert call(url, {"count": 1}, token)[0] == 200  # a range of 1,000 cached, its prefetch due at 150-250
+        with transaction.atomic():
+            Sequence.objects.select_for_update().get(name=name)
+            assert call(url, {"count": 300}, token)[0] == 200  # from the range; the prefetch starts, and waits
+            callers = 3 if kind == "uvicorn" else 1  # gunicorn's one sync worker takes one request at a time
+            timed = timed_calls(url, token, {"count": 800}, callers)
+    finally:
+        server.stop()
+    assert [status for status, _ in timed] == [503] * callers
+    assert max(seconds for _, seconds in timed) < 2.0 + 0.8, timed  # LOCK_TIMEOUT 2 s and a margin
+
+
+def timed_calls(url: str, token: str, body: object, callers: int) -> list[tuple[int, float]]:
+    """`callers` requests at once: each one's status and seconds."""
+    results: list[tuple[int, float]] = []
+
+    def one() -> None:
+        started = time.monotonic()
+        status = call(url, body, token, timeout=30)[0]
+        results.append((status, time.monotonic() - started))
+
+    threads = [threading.Thread(target=one) for _ in range(callers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return results
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_schemathesis_finds_nothing_against_the_live_server(servers, kind, tmp_path):
+    """Every check of schemathesis, with a valid token, against the live server: a bounded run, no failure."""
+    import subprocess  # only this test runs a command
+    import sys
+
+    token = make_client("contract", "*", max_count=CONTRACT_MAX_COUNT, max_new_rows=0)
+    command = [
+        str(Path(sys.executable).with_name("st")),
+        "run",
+        servers[kind].url + "openapi.json",
+        "--checks", "all",
+        "--header", f"Authorization: Bearer {token}",
+        "--max-examples", "10",
+        "--phases", "examples,coverage,fuzzing",
+        "--seed", "34",
+        "--generation-database", "none",
+        "--request-timeout", "10",
+        "--workers", "1",  # 2 trips CPython 3.11's ast.parse, which Hypothesis calls from threads
+    ]  # fmt: skip
+    started = time.monotonic()
+    run = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    print(f"schemathesis ran {time.monotonic() - started:.1f} s:", run.stdout[-2500:])
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert "No issues found" in run.stdout or " 0 failures" in run.stdout or "passed" in run.stdout, run.stdout[-3000:]

@@ -373,10 +373,22 @@ def test_metrics_count_requests_by_client_and_status(settings):
 def test_admin_shows_the_token_once_and_keeps_only_its_digest(admin_client):
     response = admin_client.post(
         "/admin/django_segment_seq/client/add/",
-        {"name": "billing", "sequences": "invoice*", "max_count": 100, "rate": "10/s"},
-        follow=True,
+        {"name": "billing", "sequences": "invoice*", "max_count": 100, "rate": "10/s", "max_new_rows": 0},
     )
+    # Shown on the page that answers the addition, carried by no cookie (Django's message storage is one).
+    assert response.status_code == 200 and "no-store" in response["Cache-Control"]
     token = re.findall(r"ssq_[\w-]+", response.content.decode())[0]
+    cookies = " ".join(morsel.value for morsel in admin_client.cookies.values())
+    assert token not in cookies and token[12:] not in cookies
+    if "messages" in admin_client.cookies:  # signed and maybe compressed: read it as Django does
+        from django.contrib.messages.storage.cookie import MessageSerializer
+        from django.core.signing import get_cookie_signer
+
+        stored = get_cookie_signer(salt="django.contrib.messages").unsign_object(
+            admin_client.cookies["messages"].value, serializer=MessageSerializer
+        )
+        assert token[12:] not in str(stored)
+    assert token not in admin_client.get("/admin/django_segment_seq/client/").content.decode()
     client = Client.objects.get(name="billing")
     assert client.token_digest != token and token.startswith(client.token_start)
     assert post("/ids/", "invoice/next", token).status_code == 200
@@ -384,7 +396,8 @@ def test_admin_shows_the_token_once_and_keeps_only_its_digest(admin_client):
     assert token not in change and client.token_start in change
     assert 'name="token_start"' not in change and 'name="token_digest"' not in change  # shown, never an input
     bad = admin_client.post(
-        "/admin/django_segment_seq/client/add/", {"name": "x", "sequences": "a", "max_count": 1, "rate": "often"}
+        "/admin/django_segment_seq/client/add/",
+        {"name": "x", "sequences": "a", "max_count": 1, "rate": "often", "max_new_rows": 0},
     )
     assert bad.status_code == 200 and "is not a rate" in bad.content.decode()
 

@@ -15,6 +15,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from email.message import Message
 from pathlib import Path
 
 from tests.support.servers import ROOT, free_port
@@ -25,8 +26,9 @@ START_TIMEOUT = 30
 class LiveServer:
     """One server process group; `stop()` ends it, `kill_worker()` kills one of gunicorn's workers."""
 
-    def __init__(self, kind: str, env: dict[str, str], log: Path, workers: int = 3) -> None:
+    def __init__(self, kind: str, env: dict[str, str], log: Path, workers: int = 3, ready: int = 200) -> None:
         self.kind, self.env, self.log, self.workers = kind, env, log, workers
+        self.ready = ready  # the health status that says the server is up: 503 for a server whose database is away
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -52,7 +54,7 @@ class LiveServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.kind} exited: {self.log.read_text()[-3000:]}")
             try:
-                if call(self.url + "health", method="GET", timeout=2)[0] == 200:
+                if call(self.url + "health", method="GET", timeout=2)[0] == self.ready:
                     return
             except OSError:
                 pass
@@ -100,8 +102,8 @@ def processes() -> list[tuple[int, str, int, int]]:
 
 def call(
     url: str, body: object = None, token: str | None = None, method: str = "POST", timeout: float = 10
-) -> tuple[int, dict[str, str], bytes]:
-    """One request: its status, headers and body (an HTTP error is an answer too)."""
+) -> tuple[int, Message, bytes]:
+    """One request: its status, headers (looked up in any case: uvicorn writes them in lower case) and body."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json"}
     if token is not None:
@@ -109,14 +111,17 @@ def call(
     request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, dict(response.headers), response.read()
+            return response.status, response.headers, response.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+        return exc.code, exc.headers, exc.read()
 
 
-def raw(port: int, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
-    """A request as sent, with no client-side checks of the method, path or headers."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+def raw(
+    port: int, method: str, path: str, headers: dict[str, str], body: bytes, source: str = "127.0.0.1"
+) -> tuple[int, bytes]:
+    """A request as sent, with no client-side checks of the method, path or headers; from loopback address `source`
+    (any of 127.0.0.0/8), so a test's failed authentications are counted apart from the others'."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
     try:
         conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
         conn.putheader("Host", "127.0.0.1")

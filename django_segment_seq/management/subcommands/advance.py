@@ -14,7 +14,7 @@ from django.utils import timezone
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import session_bounds
 from django_segment_seq.db.table import Sequence
-from django_segment_seq.management.subcommands.base import Subcommand
+from django_segment_seq.management.subcommands.base import Subcommand, sequence_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,11 @@ class Advance(Subcommand):
     @classmethod
     def add_arguments(cls, parser: CommandParser) -> None:
         parser.add_argument(
-            "names", nargs="*", metavar="NAME", help="Only these sequences (with their periods, scopes)."
+            "names",
+            nargs="*",
+            metavar="NAME",
+            type=sequence_name,
+            help="Only these sequences (with their periods, scopes).",
         )
         parser.add_argument("--by", type=int, help="Numbers to skip: more than were handed out since the backup.")
         parser.add_argument("--dry-run", action="store_true", help="Show what would move; change nothing.")

@@ -15,6 +15,7 @@ from django.db import models
 from django_segment_seq.audit.exceptions import UnknownField
 from django_segment_seq.audit.labels import model_and_name
 from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.db.rownames import validate_sequence_name
 
 # --database, for subcommands that work on this app's Sequence table.
 SEQUENCE_TABLE_DATABASE = (
@@ -74,6 +75,15 @@ def global_options() -> CommandParser:
     for action in parser._actions:  # argparse's list of them, as Django's call_command reads it
         action.default = argparse.SUPPRESS
     return parser
+
+
+def sequence_name(text: str) -> str:
+    """An argument naming a sequence, in the name grammar every entry point enforces (argparse's `type`)."""
+    try:
+        validate_sequence_name(text)
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(" ".join(exc.messages)) from None
+    return text
 
 
 def resolve_field(label: str) -> tuple[type[models.Model], str]:

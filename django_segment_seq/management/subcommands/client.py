@@ -42,6 +42,12 @@ def add_arguments(client: CommandParser) -> None:
     add.add_argument("--sequences", required=True, help='Patterns, comma-separated: "order*,shop.Order.number".')
     add.add_argument("--max-count", type=int, default=1000, help="The largest count of one request.")
     add.add_argument("--rate", default="", help="Requests per window, e.g. 50/s or 1000/m; none by default.")
+    add.add_argument(
+        "--create-rows",
+        type=int,
+        default=0,
+        help="How many new sequences the client may create by naming them; 0 (default): existing ones only.",
+    )
     listing = action("list", "Every client with its patterns, limits and use.")
     listing.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
     revoke = action("revoke", "Refuse the client's tokens from now on.")
@@ -53,7 +59,8 @@ def add_arguments(client: CommandParser) -> None:
 
 def handle(command: BaseCommand, *, action: str, **options: Any) -> None:
     if action == "add":
-        add(command, options["client_name"], options["sequences"], options["max_count"], options["rate"])
+        limits = {"max_count": options["max_count"], "rate": options["rate"], "max_new_rows": options["create_rows"]}
+        add(command, options["client_name"], options["sequences"], **limits)
     elif action == "list":
         listing(command, as_json=options.get("as_json", False))
     elif action == "revoke":
@@ -72,9 +79,10 @@ def named(name: str) -> Client:
         raise CommandError(f"No client named {name!r}; see `segment_seq client list`.") from None
 
 
-def add(command: BaseCommand, name: str, sequences: str, max_count: int, rate: str) -> None:
+def add(command: BaseCommand, name: str, sequences: str, **limits: Any) -> None:
+    """A new client with `limits` (max_count, rate, max_new_rows); its token printed once."""
     token = new_token()
-    client = Client(name=name, sequences=sequences, max_count=max_count, rate=rate)
+    client = Client(name=name, sequences=sequences, **limits)
     client.token_start, client.token_digest = shown_part(token), digest(token)
     try:
         client.full_clean()
@@ -104,6 +112,7 @@ def listing(command: BaseCommand, *, as_json: bool) -> None:
             "sequences": client.sequences,
             "max_count": client.max_count,
             "rate": client.rate or "-",
+            "new_rows": f"{client.rows_created}/{client.max_new_rows}",
             "last_used": client.last_used_at.isoformat() if client.last_used_at else None,
             "requests": client.requests,
             "numbers": client.numbers,

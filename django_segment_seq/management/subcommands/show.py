@@ -10,7 +10,7 @@ from django_segment_seq.api import sequence_stats
 from django_segment_seq.db.rownames import shown as shown_scope
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.management import sequence_rows
-from django_segment_seq.management.subcommands.base import Subcommand
+from django_segment_seq.management.subcommands.base import Subcommand, sequence_name
 
 
 class ShowSequence(Subcommand):
@@ -19,7 +19,7 @@ class ShowSequence(Subcommand):
 
     @classmethod
     def add_arguments(cls, parser: CommandParser) -> None:
-        parser.add_argument("name")
+        parser.add_argument("name", type=sequence_name)
         parser.add_argument("--json", dest="as_json", action="store_true", help="Print JSON for scripts.")
 
     def handle(self, *, name: str, database: str | None = None, as_json: bool = False, **options: Any) -> None:

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 
 from django_segment_seq.db.table import Sequence
-from django_segment_seq.management.subcommands.base import Subcommand, validation_messages
+from django_segment_seq.management.subcommands.base import Subcommand, sequence_name, validation_messages
 
 
 class SetSequence(Subcommand):
@@ -17,7 +17,7 @@ class SetSequence(Subcommand):
 
     @classmethod
     def add_arguments(cls, parser: CommandParser) -> None:
-        parser.add_argument("name")
+        parser.add_argument("name", type=sequence_name)
         parser.add_argument("--step", type=int)
         parser.add_argument("--min", dest="min_value", type=int)
         parser.add_argument("--max", dest="max_value", type=int)
