@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("django_segment_seq", "0009_client"),
+        ("django_segment_seq", "0010_deployment"),
     ]
 
     operations = [
