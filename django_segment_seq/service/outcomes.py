@@ -21,11 +21,16 @@ RETRY_SECONDS = 1
 
 def served(caller: Caller, target: Target, body: dict[str, Any]) -> JsonResponse:
     """A 200 with the numbers; the block is logged with the caller and the range."""
+    handed_over(caller, target, body)
+    return JsonResponse(body)
+
+
+def handed_over(caller: Caller, target: Target, body: dict[str, Any]) -> None:
+    """The numbers of an answer, logged with the caller and the range, and added to the client's usage."""
     numbers, shown = handed_out(body)
     if caller.client_id is not None:
         usage.note(caller.client_id, numbers)
     logger.info("ID service: %s took %d of %s: %s", caller.name, numbers, target.scope_name, shown)
-    return JsonResponse(body)
 
 
 def failed(exc: BaseException, target: Target) -> HttpResponse:

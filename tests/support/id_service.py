@@ -1,5 +1,6 @@
-"""The ID service under a real server for the tests: gunicorn (sync workers) or uvicorn, on a free loopback port,
-and HTTP callers that collect every number handed out."""
+"""The ID service under a real server for the tests: gunicorn (sync workers), uvicorn (async views) or uvicorn with
+the fast path in front of Django ("fast"), on a free loopback port, and HTTP callers that collect every number handed
+out."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
+from email.message import Message
 from pathlib import Path
 
 from tests.support.servers import ROOT, free_port
@@ -22,8 +24,15 @@ from tests.support.servers import ROOT, free_port
 START_TIMEOUT = 30
 
 
+# The ASGI application each uvicorn kind serves.
+ASGI_APPLICATIONS = {
+    "uvicorn": "tests.service_project.asgi:application",
+    "fast": "tests.service_project.fast_asgi:application",
+}
+
+
 class LiveServer:
-    """One server process group; `stop()` ends it, `kill_worker()` kills one of gunicorn's workers."""
+    """One server process group; `stop()` ends it; `worker_pids()` names its workers, to kill one."""
 
     def __init__(self, kind: str, env: dict[str, str], log: Path, workers: int = 3) -> None:
         self.kind, self.env, self.log, self.workers = kind, env, log, workers
@@ -39,7 +48,7 @@ class LiveServer:
         if self.kind == "gunicorn":
             return [sys.executable, "-m", "gunicorn", "-w", str(self.workers), "-b", bind, "--timeout", "30",
                     "--graceful-timeout", "3", "tests.service_project.wsgi:application"]  # fmt: skip
-        return [sys.executable, "-m", "uvicorn", "tests.service_project.asgi:application", "--host", "127.0.0.1",
+        return [sys.executable, "-m", "uvicorn", ASGI_APPLICATIONS[self.kind], "--host", "127.0.0.1",
                 "--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning"]  # fmt: skip
 
     def start(self) -> None:
@@ -100,8 +109,9 @@ def processes() -> list[tuple[int, str, int, int]]:
 
 def call(
     url: str, body: object = None, token: str | None = None, method: str = "POST", timeout: float = 10
-) -> tuple[int, dict[str, str], bytes]:
-    """One request: its status, headers and body (an HTTP error is an answer too)."""
+) -> tuple[int, Message, bytes]:
+    """One request: its status, headers (looked up whatever their case: httptools sends them in lower case) and body
+    (an HTTP error is an answer too)."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json"}
     if token is not None:
@@ -109,9 +119,9 @@ def call(
     request = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, dict(response.headers), response.read()
+            return response.status, response.headers, response.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+        return exc.code, exc.headers, exc.read()
 
 
 def raw(port: int, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes]:
