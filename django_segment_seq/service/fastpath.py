@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from functools import lru_cache
@@ -17,7 +16,7 @@ from django.core.exceptions import SynchronousOnlyOperation
 from django.core.handlers.asgi import ASGIRequest, get_script_prefix
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connections
-from django.http import HttpRequest
+from django.http import HttpRequest, QueryDict
 from django.urls import Resolver404, resolve
 
 from django_segment_seq.service import limits, usage, views
@@ -39,6 +38,11 @@ BODY_LIMIT = 64 * 1024
 USAGE_AHEAD = 0.5
 VIEWS = (views.take_numbers, views.atake_numbers)
 JSON_HEADERS = (("Content-Type", "application/json"),)
+# The query of a request without one (immutable, so every such request may share it): parsed once, not per request.
+NO_QUERY = QueryDict()
+
+
+ENCODER = DjangoJSONEncoder()
 
 
 class JsonAnswer:
@@ -47,7 +51,7 @@ class JsonAnswer:
     status_code = 200
 
     def __init__(self, data: dict[str, Any]) -> None:
-        self.content = json.dumps(data, cls=DjangoJSONEncoder).encode()
+        self.content = ENCODER.encode(data).encode()
 
     def items(self) -> tuple[tuple[str, str], ...]:
         return JSON_HEADERS
@@ -185,6 +189,8 @@ def in_front_of(django_application: ASGIApp) -> ASGIApp:
         if body is None:
             return None
         request = ASGIRequest(scope, BytesIO(body))
+        if not scope.get("query_string"):
+            request.GET = NO_QUERY
         await send_answer(send, await exchange(request, target, admit_fast, JsonAnswer))
         if writer.due():
             await writer.write()

@@ -1,0 +1,247 @@
+"""The ID service's fast path beside Django's view and the server's own limit, side by side on one server and one load
+generator: requests and numbers a second, p50/p99 latency, blocks of 1 and 100.
+
+    ./dev bench service-paths --db sqlite|mariadb|postgres [--server uvicorn|granian] [--rounds 2] [--seconds 3]
+    python benchmarks/service_paths.py --db ... [--smoke] [--json PATH]
+
+Three ASGI applications, one after the other on the same server (uvicorn with httptools and uvloop when they
+are installed, 2 worker processes by default) and the same cores:
+
+- **bare**: benchmarks/bare_asgi.py, which reads the request and answers a constant JSON body (the server's limit);
+- **fast path**: the service project behind django_segment_seq.service.asgi.fast_ids();
+- **Django view**: the same project through Django's request cycle (the async views of async_urls).
+
+Each is loaded by wrk (Debian's `wrk`: one thread, 16 keep-alive connections) sending `POST ids/<name>/next`
+with a token, after a second of warm-up. Each round measures the three in turn, so a busy moment of a shared
+machine hits one round rather than one application; the ratios of a round are what to compare. Every block the
+service handed out is read back from its log line ("ID service: bench took 1 of ...: 5-5") and checked for
+repeats. Writes benchmarks/results-service-paths-DB.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.service import drop, scratch_env  # noqa: E402 - after the path that makes it importable
+from tests.support.servers import free_port  # noqa: E402
+
+APPLICATIONS = {
+    "bare": "benchmarks.bare_asgi:application",
+    "fast path": "tests.service_project.fast_asgi:application",
+    "Django view": "tests.service_project.asgi:application",
+}
+BLOCKS = (1, 100)
+WRK_SCRIPT = """
+wrk.method = "POST"
+wrk.body = os.getenv("BENCH_BODY")
+wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer " .. os.getenv("BENCH_TOKEN")
+"""
+LOG_LINE = re.compile(r"took (\d+) of (\S+): (\d+)-(\d+)")
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def server_command(server: str, application: str, port: int, workers: int) -> list[str]:
+    """The server's command line: uvicorn with httptools and uvloop where installed, or granian."""
+    if server == "granian":
+        return [sys.executable, "-m", "granian", "--interface", "asgi", "--host", "127.0.0.1", "--port", str(port),
+                "--workers", str(workers), "--log-level", "warning", application]  # fmt: skip
+    command = [sys.executable, "-m", "uvicorn", application, "--host", "127.0.0.1", "--port", str(port),
+               "--workers", str(workers), "--log-level", "warning", "--no-access-log"]  # fmt: skip
+    if installed("httptools"):
+        command += ["--http", "httptools"]
+    if installed("uvloop"):
+        command += ["--loop", "uvloop"]
+    return command
+
+
+def start(command: list[str], env: dict[str, str], log: Path, port: int) -> subprocess.Popen[bytes]:
+    """Start a server in a process group of its own; return once it answers on its port (any status)."""
+    with log.open("ab") as out:
+        proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=out, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited: {log.read_text()[-3000:]}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/ids/health", timeout=2).close()
+            return proc
+        except urllib.error.HTTPError:
+            return proc
+        except OSError:
+            time.sleep(0.2)
+    stop(proc)
+    raise RuntimeError(f"the server did not answer in 60 s: {log.read_text()[-3000:]}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
+
+
+def milliseconds(text: str) -> float:
+    """A wrk latency ("812.00us", "1.23ms", "1.05s") in milliseconds."""
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def wrk(url: str, token: str, count: int, seconds: float, connections: int, script: Path) -> dict[str, Any]:
+    """One wrk run of `seconds`: requests a second, p50 and p99, and the answers that were not 200."""
+    env = dict(os.environ, BENCH_TOKEN=token, BENCH_BODY=json.dumps({"count": count}))
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency", "-s", str(script), url]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=seconds + 60, check=True).stdout
+    requests = int(re.search(r"(\d+) requests in", out)[1])  # type: ignore[index]
+    not_ok = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1])  # type: ignore[index]
+    return {
+        "requests": requests,
+        "requests_per_s": round(rate),
+        "numbers_per_s": round(rate * count),
+        "p50_ms": milliseconds(re.search(r"50%\s+(\S+)", out)[1]),  # type: ignore[index]
+        "p99_ms": milliseconds(re.search(r"99%\s+(\S+)", out)[1]),  # type: ignore[index]
+        "not_200": int(not_ok[1]) if not_ok else 0,
+        "socket_errors": sum(int(n) for n in errors.groups()) if errors else 0,
+    }
+
+
+def repeats(log: Path) -> tuple[int, int]:
+    """The blocks the service logged, and how many overlap another block of their sequence (a repeat)."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for match in LOG_LINE.finditer(log.read_text(errors="replace")):
+        spans.setdefault(match[2], []).append((int(match[3]), int(match[4])))
+    overlaps = blocks = 0
+    for found in spans.values():
+        reached = -1
+        for first, last in sorted(found):
+            overlaps += first <= reached
+            reached = max(reached, last)
+        blocks += len(found)
+    return blocks, overlaps
+
+
+def measure(args: argparse.Namespace, env: dict[str, str], label: str, round_: int, folder: Path) -> list[Any]:
+    """One application on the server: warm-up, then a wrk run per block size; its blocks checked for repeats."""
+    port = free_port()
+    log = folder / f"{label.replace(' ', '-')}-{round_}.log"
+    proc = start(server_command(args.server, APPLICATIONS[label], port, args.workers), env, log, port)
+    rows = []
+    try:
+        url = f"http://127.0.0.1:{port}/ids/bench-{label.replace(' ', '-')}-{round_}/next"
+        wrk(url, env["BENCH_TOKEN"], 1, 1, args.connections, folder / "post.lua")  # warm-up: ranges, tokens, caches
+        for count in BLOCKS:
+            row = wrk(url, env["BENCH_TOKEN"], count, args.seconds, args.connections, folder / "post.lua")
+            if label == "bare":
+                row["numbers_per_s"] = None  # a constant body: no numbers
+            rows.append({"application": label, "round": round_, "count": count, **row})
+    finally:
+        stop(proc)
+    blocks, overlaps = repeats(log)
+    for row in rows:
+        row.update(blocks_logged=blocks, overlapping_blocks=overlaps)
+    return rows
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per round and block size: the fast path against the bare server and against Django's view."""
+    found = []
+    for round_ in sorted({row["round"] for row in rows}):
+        for count in BLOCKS:
+            rate = {r["application"]: r["requests_per_s"] for r in rows if r["round"] == round_ and r["count"] == count}
+            found.append({
+                "round": round_,
+                "count": count,
+                "fast_over_bare": round(rate["fast path"] / rate["bare"], 2),
+                "fast_over_django": round(rate["fast path"] / rate["Django view"], 1),
+            })  # fmt: skip
+    return found
+
+
+def print_table(report: dict[str, Any]) -> None:
+    print(f"\n{report['server']}, {report['connections']} connections, {report['cpus']} cores, {report['db']}")
+    columns = ("req/s", 8), ("numbers/s", 10), ("p50 ms", 7), ("p99 ms", 7)
+    head = " ".join(f"{name:>{width}}" for name, width in columns)
+    print(f"{'round':>5} {'application':12} {'count':>5} {head} repeats")
+    for row in report["rows"]:
+        numbers = "-" if row["numbers_per_s"] is None else f"{row['numbers_per_s']:,}"
+        print(
+            f"{row['round']:>5} {row['application']:12} {row['count']:>5} {row['requests_per_s']:>8,} "
+            f"{numbers:>10} {row['p50_ms']:>7.2f} {row['p99_ms']:>7.2f} {row['overlapping_blocks']}"
+        )
+    for ratio in report["ratios"]:
+        print(f"round {ratio['round']}, count {ratio['count']}: fast path = {ratio['fast_over_bare']} x bare, "
+              f"{ratio['fast_over_django']} x Django's view")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", choices=["sqlite", "mariadb", "postgres"], required=True)
+    parser.add_argument("--server", choices=["uvicorn", "granian"], default="uvicorn")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="one round of one second per figure")
+    parser.add_argument("--json", help="default benchmarks/results-service-paths-DB.json")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        parser.error("wrk is needed (Debian: apt-get install wrk; ./dev installs it)")
+    if args.smoke:
+        args.seconds, args.rounds = 1.0, 1
+    folder = Path(tempfile.mkdtemp(prefix="bench_service_paths"))
+    (folder / "post.lua").write_text(WRK_SCRIPT)
+    env = scratch_env(args.db)
+    load_before = os.getloadavg()
+    rows: list[dict[str, Any]] = []
+    try:
+        for round_ in range(1, args.rounds + 1):
+            for label in APPLICATIONS:
+                rows += measure(args, env, label, round_, folder)
+                print(json.dumps(rows[-2]), json.dumps(rows[-1]), sep="\n", flush=True)
+    finally:
+        drop(args.db, env)
+        shutil.rmtree(folder, ignore_errors=True)
+    server = " ".join(server_command(args.server, "APP", 0, args.workers)[2:])
+    report = {
+        "db": args.db,
+        "smoke": args.smoke,
+        "cpus": os.cpu_count(),
+        "server": server,
+        "connections": args.connections,
+        "seconds": args.seconds,
+        "load_average_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)],
+        "rows": rows,
+        "ratios": ratios(rows),
+    }
+    path = Path(args.json or ROOT / "benchmarks" / f"results-service-paths-{args.db}.json")
+    path.write_text(json.dumps(report, indent=1) + "\n")
+    print_table(report)
+
+
+if __name__ == "__main__":
+    main()
