@@ -4,15 +4,16 @@ generator: requests and numbers a second, p50/p99 latency, blocks of 1 and 100.
     ./dev bench service-paths --db sqlite|mariadb|postgres [--server uvicorn|granian] [--rounds 2] [--seconds 3]
     python benchmarks/service_paths.py --db ... [--smoke] [--json PATH]
 
-Three ASGI applications, one after the other on the same server (uvicorn with httptools and uvloop when they
+Four ASGI applications, one after the other on the same server (uvicorn with httptools and uvloop when they
 are installed, 2 worker processes by default) and the same cores:
 
 - **bare**: benchmarks/bare_asgi.py, which reads the request and answers a constant JSON body (the server's limit);
 - **fast path**: the service project behind django_segment_seq.service.asgi.fast_ids();
+- **fast, no log**: the same with the service's INFO log line off, to show what that line costs;
 - **Django view**: the same project through Django's request cycle (the async views of async_urls).
 
 Each is loaded by wrk (Debian's `wrk`: one thread, 16 keep-alive connections) sending `POST ids/<name>/next`
-with a token, after a second of warm-up. Each round measures the three in turn, so a busy moment of a shared
+with a token, after a second of warm-up. Each round measures the four in turn, so a busy moment of a shared
 machine hits one round rather than one application; the ratios of a round are what to compare. Every block the
 service handed out is read back from its log line ("ID service: bench took 1 of ...: 5-5") and checked for
 repeats. Writes benchmarks/results-service-paths-DB.json and prints a table.
@@ -45,6 +46,7 @@ from tests.support.servers import free_port  # noqa: E402
 APPLICATIONS = {
     "bare": "benchmarks.bare_asgi:application",
     "fast path": "tests.service_project.fast_asgi:application",
+    "fast, no log": "benchmarks.fast_quiet_asgi:application",
     "Django view": "tests.service_project.asgi:application",
 }
 BLOCKS = (1, 100)
@@ -104,10 +106,12 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=15)
 
 
-def milliseconds(text: str) -> float:
-    """A wrk latency ("812.00us", "1.23ms", "1.05s") in milliseconds."""
-    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+def milliseconds(out: str, percentile: int) -> float | None:
+    """A percentile of wrk's latency distribution ("812.00us", "1.23ms", "1.05s", "1.02m") in milliseconds."""
+    found = re.search(rf"\n\s*{percentile}%\s+([\d.]+)(us|ms|s|m)\b", out)
+    if found is None:  # no request finished in time
+        return None
+    return float(found[1]) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}[found[2]]
 
 
 def wrk(url: str, token: str, count: int, seconds: float, connections: int, script: Path) -> dict[str, Any]:
@@ -123,8 +127,8 @@ def wrk(url: str, token: str, count: int, seconds: float, connections: int, scri
         "requests": requests,
         "requests_per_s": round(rate),
         "numbers_per_s": round(rate * count),
-        "p50_ms": milliseconds(re.search(r"50%\s+(\S+)", out)[1]),  # type: ignore[index]
-        "p99_ms": milliseconds(re.search(r"99%\s+(\S+)", out)[1]),  # type: ignore[index]
+        "p50_ms": milliseconds(out, 50),
+        "p99_ms": milliseconds(out, 99),
         "not_200": int(not_ok[1]) if not_ok else 0,
         "socket_errors": sum(int(n) for n in errors.groups()) if errors else 0,
     }
@@ -177,6 +181,7 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "round": round_,
                 "count": count,
                 "fast_over_bare": round(rate["fast path"] / rate["bare"], 2),
+                "fast_no_log_over_bare": round(rate["fast, no log"] / rate["bare"], 2),
                 "fast_over_django": round(rate["fast path"] / rate["Django view"], 1),
             })  # fmt: skip
     return found
@@ -191,11 +196,14 @@ def print_table(report: dict[str, Any]) -> None:
         numbers = "-" if row["numbers_per_s"] is None else f"{row['numbers_per_s']:,}"
         print(
             f"{row['round']:>5} {row['application']:12} {row['count']:>5} {row['requests_per_s']:>8,} "
-            f"{numbers:>10} {row['p50_ms']:>7.2f} {row['p99_ms']:>7.2f} {row['overlapping_blocks']}"
+            f"{numbers:>10} {row['p50_ms'] or 0:>7.2f} {row['p99_ms'] or 0:>7.2f} "
+            f"{row['overlapping_blocks'] if row['blocks_logged'] else '-'}"
         )
     for ratio in report["ratios"]:
-        print(f"round {ratio['round']}, count {ratio['count']}: fast path = {ratio['fast_over_bare']} x bare, "
-              f"{ratio['fast_over_django']} x Django's view")  # fmt: skip
+        print(
+            f"round {ratio['round']}, count {ratio['count']}: fast path = {ratio['fast_over_bare']} x bare "
+            f"({ratio['fast_no_log_over_bare']} without the log line), {ratio['fast_over_django']} x Django's view"
+        )
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from django.core.handlers.asgi import ASGIRequest, get_script_prefix
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connections
 from django.http import HttpRequest, QueryDict
-from django.urls import Resolver404, resolve
+from django.urls import resolve
 
 from django_segment_seq.service import limits, usage, views
 from django_segment_seq.service.admission import Admission, admit
@@ -62,7 +62,7 @@ def target_at(urlconf: str, path_info: str) -> Target | None:
     """The target of a path the project routes to the service's numbers views, by Django's own resolver; else None."""
     try:
         match = resolve(path_info, urlconf)
-    except Resolver404:
+    except Exception:  # noqa: BLE001 - Resolver404, or a path the resolver chokes on: Django's to answer
         return None
     if match.func not in VIEWS:
         return None
@@ -174,16 +174,27 @@ async def send_answer(send: Send, answer: Answer) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+def ours(scope: Scope) -> Target | None:
+    """The target of a request the fast path answers; None for one it passes to Django."""
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return None
+    judged, length = fast_headers(scope)
+    if not judged or length is None:
+        return None
+    try:
+        scope.get("query_string", b"").decode()  # as ASGIRequest decodes it; Django answers a query it cannot
+    except UnicodeDecodeError:
+        return None
+    path_info = scope["path"].removeprefix(get_script_prefix(scope)) or "/"
+    return target_at(settings.ROOT_URLCONF, path_info)
+
+
 def in_front_of(django_application: ASGIApp) -> ASGIApp:
     """The project's ASGI application with the service's requests for numbers answered in front of it."""
 
     async def application(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST":
-            return await django_application(scope, receive, send)
-        ours, length = fast_headers(scope)
-        path_info = scope["path"].removeprefix(get_script_prefix(scope)) or "/"
-        target = target_at(settings.ROOT_URLCONF, path_info) if ours else None
-        if target is None or length is None:
+        target = ours(scope)
+        if target is None:
             return await django_application(scope, receive, send)
         body = await read_body(receive)
         if body is None:
