@@ -1,22 +1,23 @@
 """The ID service's fast path beside Django's view and the server's own limit, side by side on one server and one load
 generator: requests and numbers a second, p50/p99 latency, blocks of 1 and 100.
 
-    ./dev bench service-paths --db sqlite|mariadb|postgres [--server uvicorn|granian] [--rounds 2] [--seconds 3]
+    ./dev bench service-paths --db sqlite|mariadb|postgres [--server uvicorn|granian] [--cycles 5] [--seconds 2]
     python benchmarks/service_paths.py --db ... [--smoke] [--json PATH]
 
-Four ASGI applications, one after the other on the same server (uvicorn with httptools and uvloop when they
-are installed, 2 worker processes by default) and the same cores:
+Four ASGI applications, each on a server of its own of the same kind (uvicorn with httptools and uvloop when they
+are installed, 2 worker processes each by default) and the same cores:
 
 - **bare**: benchmarks/bare_asgi.py, which reads the request and answers a constant JSON body (the server's limit);
 - **fast path**: the service project behind django_segment_seq.service.asgi.fast_ids();
 - **fast, no log**: the same with the service's INFO log line off, to show what that line costs;
 - **Django view**: the same project through Django's request cycle (the async views of async_urls).
 
-Each is loaded by wrk (Debian's `wrk`: one thread, 16 keep-alive connections) sending `POST ids/<name>/next`
-with a token, after a second of warm-up. Each round measures the four in turn, so a busy moment of a shared
-machine hits one round rather than one application; the ratios of a round are what to compare. Every block the
-service handed out is read back from its log line ("ID service: bench took 1 of ...: 5-5") and checked for
-repeats. Writes benchmarks/results-service-paths-DB.json and prints a table.
+They are started together, warmed up for a second, then loaded in turn by wrk (Debian's `wrk`: one thread, 16
+keep-alive connections) sending `POST ids/<name>/next` with a token: `--cycles` runs of `--seconds` each per
+application and block size, the applications taking turns, so a busy moment of a shared machine costs every
+application one run alike. The table gives each one's medians; the ratios are the medians of each cycle's. Every
+block the service handed out is read back from its log line ("ID service: bench took 1 of ...: 5-5") and checked
+for repeats. Writes benchmarks/results-service-paths-DB.json and prints a table.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -149,60 +151,105 @@ def repeats(log: Path) -> tuple[int, int]:
     return blocks, overlaps
 
 
-def measure(args: argparse.Namespace, env: dict[str, str], label: str, round_: int, folder: Path) -> list[Any]:
-    """One application on the server: warm-up, then a wrk run per block size; its blocks checked for repeats."""
-    port = free_port()
-    log = folder / f"{label.replace(' ', '-')}-{round_}.log"
-    proc = start(server_command(args.server, APPLICATIONS[label], port, args.workers), env, log, port)
-    rows = []
+def start_all(args: argparse.Namespace, env: dict[str, str], folder: Path) -> dict[str, tuple[Any, str, Path]]:
+    """Every application on a server of its own, started at once and warmed up (ranges, tokens, caches)."""
+    started: dict[str, tuple[Any, str, Path]] = {}
     try:
-        url = f"http://127.0.0.1:{port}/ids/bench-{label.replace(' ', '-')}-{round_}/next"
-        wrk(url, env["BENCH_TOKEN"], 1, 1, args.connections, folder / "post.lua")  # warm-up: ranges, tokens, caches
+        for label, application in APPLICATIONS.items():
+            port, log = free_port(), folder / f"{label.replace(' ', '-').replace(',', '')}.log"
+            proc = start(server_command(args.server, application, port, args.workers), env, log, port)
+            url = f"http://127.0.0.1:{port}/ids/bench-{label.replace(' ', '-').replace(',', '')}/next"
+            started[label] = (proc, url, log)
+            wrk(url, env["BENCH_TOKEN"], 1, 1, args.connections, folder / "post.lua")
+    except BaseException:
+        for proc, _url, _log in started.values():
+            stop(proc)
+        raise
+    return started
+
+
+def samples(args: argparse.Namespace, env: dict[str, str], folder: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """wrk runs taking turns between the applications (the order turning each cycle), and the logs' repeats.
+
+    The idle servers wait while one is loaded; so a busy moment of a shared machine costs one cycle of
+    every application alike rather than all the runs of one.
+    """
+    started = start_all(args, env, folder)
+    runs = []
+    try:
         for count in BLOCKS:
-            row = wrk(url, env["BENCH_TOKEN"], count, args.seconds, args.connections, folder / "post.lua")
-            if label == "bare":
-                row["numbers_per_s"] = None  # a constant body: no numbers
-            rows.append({"application": label, "round": round_, "count": count, **row})
+            for cycle in range(args.cycles):
+                labels = list(APPLICATIONS)
+                for label in labels[cycle % len(labels) :] + labels[: cycle % len(labels)]:
+                    run = wrk(started[label][1], env["BENCH_TOKEN"], count, args.seconds, args.connections,
+                              folder / "post.lua")  # fmt: skip
+                    runs.append({"application": label, "count": count, "cycle": cycle, **run})
+                    print(json.dumps(runs[-1]), flush=True)
     finally:
-        stop(proc)
-    blocks, overlaps = repeats(log)
-    for row in rows:
-        row.update(blocks_logged=blocks, overlapping_blocks=overlaps)
-    return rows
+        for proc, _url, _log in started.values():
+            stop(proc)
+    return runs, {label: repeats(log) for label, (_proc, _url, log) in started.items()}
 
 
-def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per round and block size: the fast path against the bare server and against Django's view."""
-    found = []
-    for round_ in sorted({row["round"] for row in rows}):
-        for count in BLOCKS:
-            rate = {r["application"]: r["requests_per_s"] for r in rows if r["round"] == round_ and r["count"] == count}
-            found.append({
-                "round": round_,
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def summary(runs: list[dict[str, Any]], logged: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per application and count the median of its runs; per count the median of each cycle's ratios."""
+    rows, found = [], []
+    for count in BLOCKS:
+        for label in APPLICATIONS:
+            mine = [run for run in runs if run["application"] == label and run["count"] == count]
+            rate = median([run["requests_per_s"] for run in mine])
+            rows.append({
+                "application": label,
                 "count": count,
-                "fast_over_bare": round(rate["fast path"] / rate["bare"], 2),
-                "fast_no_log_over_bare": round(rate["fast, no log"] / rate["bare"], 2),
-                "fast_over_django": round(rate["fast path"] / rate["Django view"], 1),
+                "runs": len(mine),
+                "requests_per_s": round(rate),
+                "requests_per_s_range": [min(run["requests_per_s"] for run in mine),
+                                         max(run["requests_per_s"] for run in mine)],
+                "numbers_per_s": None if label == "bare" else round(rate * count),
+                "p50_ms": round(median([run["p50_ms"] for run in mine if run["p50_ms"] is not None]), 2),
+                "p99_ms": round(median([run["p99_ms"] for run in mine if run["p99_ms"] is not None]), 2),
+                "not_200": sum(run["not_200"] for run in mine),
+                "socket_errors": sum(run["socket_errors"] for run in mine),
+                "blocks_logged": logged[label][0],
+                "overlapping_blocks": logged[label][1],
             })  # fmt: skip
-    return found
+        by_cycle: dict[int, dict[str, int]] = {}
+        for run in runs:
+            if run["count"] == count:
+                by_cycle.setdefault(run["cycle"], {})[run["application"]] = run["requests_per_s"]
+        cycles = list(by_cycle.values())
+        found.append({
+            "count": count,
+            "fast_over_bare": round(median([c["fast path"] / c["bare"] for c in cycles]), 2),
+            "fast_no_log_over_bare": round(median([c["fast, no log"] / c["bare"] for c in cycles]), 2),
+            "fast_over_django": round(median([c["fast path"] / c["Django view"] for c in cycles]), 1),
+            "fast_over_bare_by_cycle": [round(c["fast path"] / c["bare"], 2) for c in cycles],
+        })  # fmt: skip
+    return rows, found
 
 
 def print_table(report: dict[str, Any]) -> None:
-    print(f"\n{report['server']}, {report['connections']} connections, {report['cpus']} cores, {report['db']}")
+    print(f"\n{report['server']}, {report['connections']} connections, {report['cpus']} cores, {report['db']}, "
+          f"medians of {report['cycles']} runs of {report['seconds']} s")  # fmt: skip
     columns = ("req/s", 8), ("numbers/s", 10), ("p50 ms", 7), ("p99 ms", 7)
     head = " ".join(f"{name:>{width}}" for name, width in columns)
-    print(f"{'round':>5} {'application':12} {'count':>5} {head} repeats")
+    print(f"{'application':12} {'count':>5} {head} repeats")
     for row in report["rows"]:
         numbers = "-" if row["numbers_per_s"] is None else f"{row['numbers_per_s']:,}"
         print(
-            f"{row['round']:>5} {row['application']:12} {row['count']:>5} {row['requests_per_s']:>8,} "
-            f"{numbers:>10} {row['p50_ms'] or 0:>7.2f} {row['p99_ms'] or 0:>7.2f} "
+            f"{row['application']:12} {row['count']:>5} {row['requests_per_s']:>8,} "
+            f"{numbers:>10} {row['p50_ms']:>7.2f} {row['p99_ms']:>7.2f} "
             f"{row['overlapping_blocks'] if row['blocks_logged'] else '-'}"
         )
     for ratio in report["ratios"]:
         print(
-            f"round {ratio['round']}, count {ratio['count']}: fast path = {ratio['fast_over_bare']} x bare "
-            f"({ratio['fast_no_log_over_bare']} without the log line), {ratio['fast_over_django']} x Django's view"
+            f"count {ratio['count']}: fast path = {ratio['fast_over_bare']} x bare "
+            f"({ratio['fast_no_log_over_bare']} without the log line), {ratio['fast_over_django']} x Django's view; "
+            f"by cycle {ratio['fast_over_bare_by_cycle']}"
         )
 
 
@@ -212,39 +259,37 @@ def main() -> None:
     parser.add_argument("--server", choices=["uvicorn", "granian"], default="uvicorn")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--connections", type=int, default=16)
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--smoke", action="store_true", help="one round of one second per figure")
+    parser.add_argument("--seconds", type=float, default=2.0, help="of each wrk run")
+    parser.add_argument("--cycles", type=int, default=5, help="runs of each application per block size")
+    parser.add_argument("--smoke", action="store_true", help="one cycle of one-second runs")
     parser.add_argument("--json", help="default benchmarks/results-service-paths-DB.json")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         parser.error("wrk is needed (Debian: apt-get install wrk; ./dev installs it)")
     if args.smoke:
-        args.seconds, args.rounds = 1.0, 1
+        args.seconds, args.cycles = 1.0, 1
     folder = Path(tempfile.mkdtemp(prefix="bench_service_paths"))
     (folder / "post.lua").write_text(WRK_SCRIPT)
     env = scratch_env(args.db)
     load_before = os.getloadavg()
-    rows: list[dict[str, Any]] = []
     try:
-        for round_ in range(1, args.rounds + 1):
-            for label in APPLICATIONS:
-                rows += measure(args, env, label, round_, folder)
-                print(json.dumps(rows[-2]), json.dumps(rows[-1]), sep="\n", flush=True)
+        runs, logged = samples(args, env, folder)
     finally:
         drop(args.db, env)
         shutil.rmtree(folder, ignore_errors=True)
-    server = " ".join(server_command(args.server, "APP", 0, args.workers)[2:])
+    rows, found = summary(runs, logged)
     report = {
         "db": args.db,
         "smoke": args.smoke,
         "cpus": os.cpu_count(),
-        "server": server,
+        "server": " ".join(server_command(args.server, "APP", 0, args.workers)[2:]),
         "connections": args.connections,
         "seconds": args.seconds,
+        "cycles": args.cycles,
         "load_average_before_after": [round(load_before[0], 1), round(os.getloadavg()[0], 1)],
         "rows": rows,
-        "ratios": ratios(rows),
+        "ratios": found,
+        "runs": runs,
     }
     path = Path(args.json or ROOT / "benchmarks" / f"results-service-paths-{args.db}.json")
     path.write_text(json.dumps(report, indent=1) + "\n")

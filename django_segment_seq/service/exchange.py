@@ -26,7 +26,7 @@ class Answer(Protocol):
     def items(self) -> Iterable[tuple[str, str]]: ...
 
 
-Admit = Callable[[HttpRequest, Target], Awaitable[Admission]]
+Admit = Callable[[], Awaitable[Admission]]
 Respond = Callable[[dict[str, Any]], Answer]
 
 
@@ -35,13 +35,14 @@ async def admit_on_thread(request: HttpRequest, target: Target) -> Admission:
     return await sync_to_async(admit, thread_sensitive=True)(request, target)
 
 
-async def exchange(
-    request: HttpRequest, target: Target, admitting: Admit = admit_on_thread, respond: Respond = JsonResponse
-) -> Answer:
-    """The answer to a request for numbers: the refusal, the numbers (logged and counted) or the failure, in JSON."""
+async def exchange(target: Target, admitting: Admit, respond: Respond = JsonResponse) -> Answer:
+    """The answer to a request for numbers: the refusal, the numbers (logged and counted) or the failure, in JSON.
+
+    `admitting()` runs the request's admission (admit(), wherever the caller runs it); `respond` makes a 200.
+    """
     caller = None
     try:
-        admission = await admitting(request, target)
+        admission = await admitting()
         caller = admission.caller
         if admission.refusal is not None:
             response: Answer = admission.refusal

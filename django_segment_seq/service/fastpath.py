@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from functools import lru_cache
+from functools import lru_cache, partial
 from io import BytesIO
 from typing import Any
 
@@ -15,13 +15,14 @@ from django.core.cache.backends.locmem import LocMemCache
 from django.core.exceptions import SynchronousOnlyOperation
 from django.core.handlers.asgi import ASGIRequest, get_script_prefix
 from django.core.serializers.json import DjangoJSONEncoder
+from django.core.signals import setting_changed
 from django.db import connections
 from django.http import HttpRequest, QueryDict
 from django.urls import resolve
 
 from django_segment_seq.service import limits, usage, views
 from django_segment_seq.service.admission import Admission, admit
-from django_segment_seq.service.callers import bearer_token, known
+from django_segment_seq.service.callers import Caller, bearer_token, known
 from django_segment_seq.service.exchange import Answer, exchange
 from django_segment_seq.service.requests import Target
 from django_segment_seq.service.tokens import digest
@@ -38,6 +39,10 @@ BODY_LIMIT = 64 * 1024
 USAGE_AHEAD = 0.5
 VIEWS = (views.take_numbers, views.atake_numbers)
 JSON_HEADERS = (("Content-Type", "application/json"),)
+# Requests remembered with their admission (Remembered): bodies up to this long, this many at most.
+REMEMBERED_BODY = 256
+REMEMBERED_LIMIT = 10_000
+DECIDING_HEADERS = frozenset({b"authorization", b"content-type"})
 # The query of a request without one (immutable, so every such request may share it): parsed once, not per request.
 NO_QUERY = QueryDict()
 
@@ -95,7 +100,7 @@ def admit_fresh(request: HttpRequest, target: Target) -> Admission:
     return admit(request, target)
 
 
-async def admit_fast(request: HttpRequest, target: Target) -> Admission:
+async def admit_request(request: HttpRequest, target: Target) -> Admission:
     """admit() on the loop when it needs nothing but memory, else on Django's sync thread."""
     if from_memory(request):
         try:
@@ -103,6 +108,65 @@ async def admit_fast(request: HttpRequest, target: Target) -> Admission:
         except SynchronousOnlyOperation:  # a check that reached for the database after all: run it where it may
             pass
     return await sync_to_async(admit_fresh, thread_sensitive=True)(request, target)
+
+
+class Remembered:
+    """admit()'s answers to requests it let through, for a caller without a rate, while its token is known.
+
+    For such a caller admit() decides from the token, the target and the request's body, query and type
+    alone (the rate is the one thing counted per request, and a caller with a rate is never remembered).
+    So the same request from the same known caller is admitted again without the request object: an entry
+    holds while the token's caller is the one kept in memory (two seconds, or until a client is saved in
+    this process: the staleness of the token itself) and the usage write is not due.
+    """
+
+    def __init__(self) -> None:
+        self.admitted: dict[tuple[Any, ...], tuple[Caller, int, str]] = {}
+
+    @staticmethod
+    def key(scope: Scope, target: Target, body: bytes) -> tuple[Any, ...] | None:
+        """What admit() decides from; None for a body too long to keep."""
+        if len(body) > REMEMBERED_BODY:
+            return None
+        headers = tuple(pair for pair in scope["headers"] if pair[0] in DECIDING_HEADERS)
+        return target, body, scope.get("query_string", b""), headers
+
+    def get(self, key: tuple[Any, ...]) -> Admission | None:
+        found = self.admitted.get(key)
+        if found is None or known.get(found[2]) is not found[0] or usage.usage.due():
+            return None
+        return Admission(found[0], found[1])
+
+    def keep(self, key: tuple[Any, ...], request: HttpRequest, admission: Admission) -> None:
+        caller, token = admission.caller, bearer_token(request)
+        if admission.refusal is not None or caller is None or caller.client_id is None or caller.rate is not None:
+            return
+        if token:
+            if len(self.admitted) >= REMEMBERED_LIMIT:
+                self.admitted.clear()
+            self.admitted[key] = (caller, admission.count, digest(token))
+
+    def forget(self, **kwargs: Any) -> None:
+        self.admitted.clear()
+
+
+remembered = Remembered()
+setting_changed.connect(remembered.forget, dispatch_uid="segment_seq_service_remembered")
+
+
+async def admit_fast(scope: Scope, body: bytes, target: Target) -> Admission:
+    """The admission of a request the fast path answers: remembered, or admit()'s, kept for next time."""
+    key = remembered.key(scope, target, body)
+    admission = remembered.get(key) if key is not None else None
+    if admission is not None:
+        return admission
+    request = ASGIRequest(scope, BytesIO(body))
+    if not scope.get("query_string"):
+        request.GET = NO_QUERY
+    admission = await admit_request(request, target)
+    if key is not None:
+        remembered.keep(key, request, admission)
+    return admission
 
 
 class UsageWriter:
@@ -199,10 +263,7 @@ def in_front_of(django_application: ASGIApp) -> ASGIApp:
         body = await read_body(receive)
         if body is None:
             return None
-        request = ASGIRequest(scope, BytesIO(body))
-        if not scope.get("query_string"):
-            request.GET = NO_QUERY
-        await send_answer(send, await exchange(request, target, admit_fast, JsonAnswer))
+        await send_answer(send, await exchange(target, partial(admit_fast, scope, body, target), JsonAnswer))
         if writer.due():
             await writer.write()
         return None

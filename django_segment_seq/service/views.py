@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -12,7 +13,7 @@ from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.service import answers
 from django_segment_seq.service.admission import admit
-from django_segment_seq.service.exchange import exchange
+from django_segment_seq.service.exchange import admit_on_thread, exchange
 from django_segment_seq.service.handout import take
 from django_segment_seq.service.openapi import document
 from django_segment_seq.service.outcomes import RETRY_SECONDS, counted, failed, served
@@ -40,7 +41,8 @@ def take_numbers(request: HttpRequest, kind: str, name: str) -> HttpResponse:
 @csrf_exempt
 async def atake_numbers(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     """take_numbers() for ASGI: checks on Django's sync thread, then a block from the cache without leaving the loop."""
-    response = await exchange(request, Target(kind, name))
+    target = Target(kind, name)
+    response = await exchange(target, partial(admit_on_thread, request, target))
     assert isinstance(response, HttpResponse)  # exchange() answers in Django's responses unless told otherwise
     return response
 

@@ -445,3 +445,23 @@ def test_the_fast_path_passes_on_what_it_cannot_read_as_django_would():
     chunked = {**scope, "query_string": b"", "headers": [*scope["headers"][:1], (b"transfer-encoding", b"chunked")]}
     sent = async_to_sync(exchange)(application(), chunked, b'{"count": 2}')
     assert sent[0]["status"] == 200 and json.loads(sent[1]["body"])["count"] == 2  # through Django's view
+
+
+def test_the_fast_path_remembers_an_admission_only_while_the_token_is_known():
+    """The same request again is admitted from memory; a client saved (revoked, its patterns or count changed)
+    is judged anew at once in this process, as its token is."""
+    token = add_client("kept", "--max-count", "5")
+    assert [post("fast", "order/next", token, {"count": 5}).status_code for _ in range(3)] == [200, 200, 200]
+    client = Client.objects.get(name="kept")
+    client.max_count = 4
+    client.save()
+    response = post("fast", "order/next", token, {"count": 5})
+    assert response.status_code == 400 and response.json()["field"] == "count"
+    client.sequences = "invoice*"
+    client.save()
+    assert post("fast", "order/next", token, {"count": 1}).status_code == 403
+    client.sequences = "order*"
+    client.save()
+    assert post("fast", "order/next", token, {"count": 1}).status_code == 200
+    call_command("segment_seq", "client", "revoke", "kept", stdout=StringIO())
+    assert post("fast", "order/next", token, {"count": 1}).status_code == 401
