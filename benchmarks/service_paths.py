@@ -1,11 +1,12 @@
 """The ID service's fast path beside Django's view and the server's own limit, side by side on one server and one load
 generator: requests and numbers a second, p50/p99 latency, blocks of 1 and 100.
 
-    ./dev bench service-paths --db sqlite|mariadb|postgres [--server uvicorn|granian] [--cycles 5] [--seconds 2]
+    ./dev bench service-paths --db sqlite|mariadb|postgres [--server granian|uvicorn] [--cycles 5] [--seconds 2]
     python benchmarks/service_paths.py --db ... [--smoke] [--json PATH]
 
-Four ASGI applications, each on a server of its own of the same kind (uvicorn with httptools and uvloop when they
-are installed, 2 worker processes each by default) and the same cores:
+Four ASGI applications, each on a server of its own of the same kind (granian when it is installed, the faster for
+the fast path here; else uvicorn, with httptools and uvloop when they are installed; 2 worker processes each by
+default) and the same cores:
 
 - **bare**: benchmarks/bare_asgi.py, which reads the request and answers a constant JSON body (the server's limit);
 - **fast path**: the service project behind django_segment_seq.service.asgi.fast_ids();
@@ -256,7 +257,9 @@ def print_table(report: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--db", choices=["sqlite", "mariadb", "postgres"], required=True)
-    parser.add_argument("--server", choices=["uvicorn", "granian"], default="uvicorn")
+    parser.add_argument(
+        "--server", choices=["granian", "uvicorn"], default="granian" if installed("granian") else "uvicorn"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=2.0, help="of each wrk run")
