@@ -45,8 +45,6 @@ REMEMBERED_LIMIT = 10_000
 DECIDING_HEADERS = frozenset({b"authorization", b"content-type"})
 # The query of a request without one (immutable, so every such request may share it): parsed once, not per request.
 NO_QUERY = QueryDict()
-
-
 ENCODER = DjangoJSONEncoder()
 
 
@@ -106,7 +104,7 @@ async def admit_request(request: HttpRequest, target: Target) -> Admission:
         try:
             return admit(request, target)
         except SynchronousOnlyOperation:  # a check that reached for the database after all: run it where it may
-            pass
+            pass  # (admit() asks the database before it counts a rate, so nothing is counted twice)
     return await sync_to_async(admit_fresh, thread_sensitive=True)(request, target)
 
 
@@ -132,12 +130,14 @@ class Remembered:
         return target, body, scope.get("query_string", b""), headers
 
     def get(self, key: tuple[Any, ...]) -> Admission | None:
+        """The remembered admission, while its caller is still the one its token's digest finds in memory."""
         found = self.admitted.get(key)
         if found is None or known.get(found[2]) is not found[0] or usage.usage.due():
             return None
         return Admission(found[0], found[1])
 
     def keep(self, key: tuple[Any, ...], request: HttpRequest, admission: Admission) -> None:
+        """Remember an admission that let a client without a rate through; nothing else."""
         caller, token = admission.caller, bearer_token(request)
         if admission.refusal is not None or caller is None or caller.client_id is None or caller.rate is not None:
             return
@@ -147,6 +147,7 @@ class Remembered:
             self.admitted[key] = (caller, admission.count, digest(token))
 
     def forget(self, **kwargs: Any) -> None:
+        """Forget every admission: a setting changed (the largest body, the URLconf)."""
         self.admitted.clear()
 
 
@@ -176,6 +177,7 @@ class UsageWriter:
         self.writing = False
 
     def due(self) -> bool:
+        """Whether a write should start now: counts waiting, none being written, the last half a second old."""
         tally = usage.usage
         return (
             not self.writing
@@ -231,6 +233,7 @@ async def read_body(receive: Receive) -> bytes | None:
 
 
 async def send_answer(send: Send, answer: Answer) -> None:
+    """The answer as ASGI messages, with its length, so the connection stays open for the next request."""
     body = answer.content
     headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.items()]
     headers.append((b"content-length", str(len(body)).encode()))
