@@ -164,7 +164,7 @@ def load(url: str, token: str, clients: int, seconds: float, during: object = No
             count = count * 7 % 50 + 1
             try:
                 status, _headers, body = call(url, {"count": count}, token, timeout=15)
-            except OSError:
+            except (OSError, http.client.HTTPException):  # refused, reset, or cut short by a worker killed mid-answer
                 with result.lock:
                     result.errors += 1
                 time.sleep(0.05)
