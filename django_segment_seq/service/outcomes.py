@@ -59,12 +59,17 @@ outage = Outage()
 
 def served(caller: Caller, target: Target, body: dict[str, Any]) -> JsonResponse:
     """A 200 with the numbers; the block is logged with the caller and the range."""
+    handed_over(caller, target, body)
+    return JsonResponse(body)
+
+
+def handed_over(caller: Caller, target: Target, body: dict[str, Any]) -> None:
+    """The numbers of an answer, logged with the caller and the range, and added to the client's usage."""
     numbers, range_text = handed_out(body)
     if caller.client_id is not None:
         usage.note(caller.client_id, numbers)
     logger.info("ID service: %s took %d of %s: %s", shown(caller.name), numbers, shown(target.scope_name), range_text)
     outage.served()
-    return JsonResponse(body)
 
 
 def failed(exc: BaseException, target: Target) -> HttpResponse:

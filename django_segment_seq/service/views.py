@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -13,7 +14,8 @@ from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.service import answers
 from django_segment_seq.service.admission import admit
-from django_segment_seq.service.handout import atake, take
+from django_segment_seq.service.exchange import admit_on_thread, exchange
+from django_segment_seq.service.handout import take
 from django_segment_seq.service.openapi import document
 from django_segment_seq.service.outcomes import RETRY_SECONDS, counted, failed, served
 from django_segment_seq.service.requests import Target
@@ -40,17 +42,10 @@ def take_numbers(request: HttpRequest, kind: str, name: str) -> HttpResponse:
 @csrf_exempt
 async def atake_numbers(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     """take_numbers() for ASGI: checks on Django's sync thread, then a block from the cache without leaving the loop."""
-    target, caller = Target(kind, name), None
-    try:
-        admission = await sync_to_async(admit, thread_sensitive=True)(request, target)
-        caller = admission.caller
-        if admission.refusal is not None:
-            return counted(caller, admission.refusal)
-        assert caller is not None
-        response: HttpResponse = served(caller, target, await atake(target, admission.count))
-    except Exception as exc:  # noqa: BLE001 - every failure is answered in JSON (outcomes.failed)
-        response = failed(exc, target)
-    return counted(caller, response)
+    target = Target(kind, name)
+    response = await exchange(target, partial(admit_on_thread, request, target))
+    assert isinstance(response, HttpResponse)  # exchange() answers in Django's responses unless told otherwise
+    return response
 
 
 def check_database() -> HttpResponse:

@@ -1,4 +1,5 @@
-"""Whatever is sent to the service in process, both URL modules answer in JSON below 500 (or 503), never raise.
+"""Whatever is sent to the service in process, both URL modules and the fast path answer in JSON below 500 (or 503),
+never raise.
 
 Django's test client re-raises a view's exception, so an error the views did not answer fails here; the live
 servers get the same kind of requests in tests/processes/test_id_service.py."""
@@ -12,6 +13,8 @@ from django.core.management import call_command
 from django.test import Client as HttpClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.support.fast_client import FastClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,7 +41,7 @@ def test_fuzz_in_process():
 
     @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(
-        prefix=st.sampled_from(["/ids/", "/aids/"]),
+        prefix=st.sampled_from(["/ids/", "/aids/", "fast"]),
         method=st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]),
         path=PATHS,
         body=BODIES,
@@ -47,7 +50,9 @@ def test_fuzz_in_process():
     )
     def request(prefix, method, path, body, content_type, authorization):
         headers = {"Authorization": authorization} if authorization is not None else {}
-        response = HttpClient().generic(method, prefix + path, body, content_type=content_type, headers=headers)
+        client = FastClient() if prefix == "fast" else HttpClient()
+        url = ("/ids/" if prefix == "fast" else prefix) + path
+        response = client.generic(method, url, body, content_type=content_type, headers=headers)
         assert response.status_code < 500 or response.status_code == 503, response.content[:300]
         if method != "HEAD":
             assert isinstance(json.loads(response.content), dict)

@@ -1,4 +1,5 @@
-"""The ID service in process (Django's test clients, sync and async views): every answer a caller can get."""
+"""The ID service in process (Django's test clients: sync and async views, and the fast path in front of Django):
+every answer a caller can get."""
 
 import json
 import re
@@ -13,9 +14,21 @@ from django.test import Client as HttpClient
 
 from django_segment_seq.models import Sequence
 from django_segment_seq.service.models import Client
+from tests.support.fast_client import FastClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
-PREFIXES = ["/ids/", "/aids/"]
+# The sync views, the async views, and the fast path (under /ids/, in front of Django's ASGI application).
+PREFIXES = ["/ids/", "/aids/", "fast"]
+# Django's view and the fast path, for the tests that need not run on both kinds of view.
+PATHS = ["/ids/", "fast"]
+
+
+def client(prefix: str, **options: object) -> HttpClient:
+    return FastClient(**options) if prefix == "fast" else HttpClient(**options)
+
+
+def url(prefix: str, path: str) -> str:
+    return ("/ids/" if prefix == "fast" else prefix) + path
 
 
 def add_client(name: str = "shop", *extra: str) -> str:
@@ -37,7 +50,7 @@ def post(prefix: str, path: str, token: str | None, body: object = None, **heade
     if token is not None:
         headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
     data = json.dumps(body) if body is not None else ""
-    return HttpClient().post(prefix + path, data, content_type="application/json", **headers)
+    return client(prefix).post(url(prefix, path), data, content_type="application/json", **headers)
 
 
 @pytest.fixture(autouse=True)
@@ -71,9 +84,9 @@ def test_async_view_serves_from_the_cache():
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_count_from_form_and_query_and_default(prefix):
     token = add_client()
-    form = HttpClient().post(prefix + "order/next", {"count": "4"}, HTTP_AUTHORIZATION=f"Bearer {token}")
+    form = client(prefix).post(url(prefix, "order/next"), {"count": "4"}, HTTP_AUTHORIZATION=f"Bearer {token}")
     assert form.json()["count"] == 4
-    query = HttpClient().post(prefix + "order/next?count=3", HTTP_AUTHORIZATION=f"Bearer {token}")
+    query = client(prefix).post(url(prefix, "order/next?count=3"), HTTP_AUTHORIZATION=f"Bearer {token}")
     assert query.json()["count"] == 3
     assert post(prefix, "order/next", token).json()["count"] == 1
 
@@ -97,14 +110,15 @@ def test_snowflakes_as_numbers_and_strings(prefix):
     assert post(prefix, "snowflake/nope/next", token).status_code == 404
 
 
-def test_scoped_and_gapless_fields_are_refused_with_400():
+@pytest.mark.parametrize("prefix", PATHS)
+def test_scoped_and_gapless_fields_are_refused_with_400(prefix):
     out = StringIO()
     call_command("segment_seq", "client", "add", "all", "--sequences", "*", stdout=out)
     token = re.findall(r"ssq_\S+", out.getvalue())[-1]
-    scoped = post("/ids/", "fields/testapp.CompanyOrder.number/next", token)
+    scoped = post(prefix, "fields/testapp.CompanyOrder.number/next", token)
     assert scoped.status_code == 400 and scoped.json()["field"] == "label"
-    assert post("/ids/", "fields/testapp.CountedInvoice.number/next", token).status_code == 400
-    assert post("/ids/", "fields/testapp.Nope.number/next", token).status_code == 404
+    assert post(prefix, "fields/testapp.CountedInvoice.number/next", token).status_code == 400
+    assert post(prefix, "fields/testapp.Nope.number/next", token).status_code == 404
 
 
 # 401: the same answer whatever is wrong
@@ -114,8 +128,8 @@ def test_scoped_and_gapless_fields_are_refused_with_400():
 def test_401_is_one_answer_for_every_wrong_token(prefix):
     token = add_client()
     answers = [
-        HttpClient().post(prefix + "order/next"),
-        HttpClient().post(prefix + "order/next", HTTP_AUTHORIZATION="Basic dXNlcjpwYXNz"),
+        client(prefix).post(url(prefix, "order/next")),
+        client(prefix).post(url(prefix, "order/next"), HTTP_AUTHORIZATION="Basic dXNlcjpwYXNz"),
         post(prefix, "order/next", ""),
         post(prefix, "order/next", token[:-1]),
         post(prefix, "order/next", token[:-4] + "AAAA"),
@@ -127,25 +141,27 @@ def test_401_is_one_answer_for_every_wrong_token(prefix):
     assert all(response["WWW-Authenticate"].startswith("Bearer") for response in answers)
 
 
-def test_revoked_token_gets_401():
+@pytest.mark.parametrize("prefix", PATHS)
+def test_revoked_token_gets_401(prefix):
     token = add_client()
-    assert post("/ids/", "order/next", token).status_code == 200
+    assert post(prefix, "order/next", token).status_code == 200
     call_command("segment_seq", "client", "revoke", "shop", stdout=StringIO())
-    assert post("/ids/", "order/next", token).status_code == 401
+    assert post(prefix, "order/next", token).status_code == 401
 
 
-def test_rotation_keeps_the_old_token_for_its_grace_only():
+@pytest.mark.parametrize("prefix", PATHS)
+def test_rotation_keeps_the_old_token_for_its_grace_only(prefix):
     old = add_client()
     out = StringIO()
     call_command("segment_seq", "client", "rotate", "shop", "--grace", "1h", stdout=out)
     new = re.findall(r"ssq_\S+", out.getvalue())[-1]
-    assert post("/ids/", "order/next", old).status_code == 200
-    assert post("/ids/", "order/next", new).status_code == 200
+    assert post(prefix, "order/next", old).status_code == 200
+    assert post(prefix, "order/next", new).status_code == 200
     call_command("segment_seq", "client", "rotate", "shop", "--grace", "0", stdout=out)
     newest = re.findall(r"ssq_\S+", out.getvalue())[-1]
-    assert post("/ids/", "order/next", new).status_code == 401
-    assert post("/ids/", "order/next", old).status_code == 401
-    assert post("/ids/", "order/next", newest).status_code == 200
+    assert post(prefix, "order/next", new).status_code == 401
+    assert post(prefix, "order/next", old).status_code == 401
+    assert post(prefix, "order/next", newest).status_code == 200
 
 
 def test_only_a_digest_is_stored():
@@ -190,20 +206,22 @@ def test_400_names_the_field(prefix, body, field):
     assert response.json()["field"] == field and field in response.json()["detail"]
 
 
-def test_400_for_a_body_that_is_not_json_and_a_long_name():
+@pytest.mark.parametrize("prefix", PATHS)
+def test_400_for_a_body_that_is_not_json_and_a_long_name(prefix):
     token = add_client()
-    response = HttpClient().post(
-        "/ids/order/next", b"{nope", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    response = client(prefix).post(
+        url(prefix, "order/next"), b"{nope", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
     )
     assert response.status_code == 400 and response.json()["field"] == "body"
-    long_name = post("/ids/", "order" + "x" * 120 + "/next", token)
+    long_name = post(prefix, "order" + "x" * 120 + "/next", token)
     assert long_name.status_code == 400 and long_name.json()["field"] == "name"
 
 
-def test_max_count_is_the_clients():
+@pytest.mark.parametrize("prefix", PATHS)
+def test_max_count_is_the_clients(prefix):
     token = add_client("small", "--max-count", "5")
-    assert post("/ids/", "order/next", token, {"count": 5}).status_code == 200
-    assert "from 1 to 5" in post("/ids/", "order/next", token, {"count": 6}).json()["detail"]
+    assert post(prefix, "order/next", token, {"count": 5}).status_code == 200
+    assert "from 1 to 5" in post(prefix, "order/next", token, {"count": 6}).json()["detail"]
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
@@ -219,11 +237,11 @@ def test_429_past_the_rate_with_retry_after(prefix):
 def test_405_and_404_in_json(prefix):
     token = add_client()
     for method in ("get", "put", "delete", "patch"):
-        response = getattr(HttpClient(), method)(prefix + "order/next", HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = getattr(client(prefix), method)(url(prefix, "order/next"), HTTP_AUTHORIZATION=f"Bearer {token}")
         assert response.status_code == 405 and response.json()["error"] == "method_not_allowed"
         assert response["Allow"] == "POST"
     for path in ("nope", "order/next/more", "order", "a/b/c/d", ""):
-        response = HttpClient().post(prefix + path)
+        response = client(prefix).post(url(prefix, path))
         assert response.status_code == 404 and response.json()["error"] == "not_found"
 
 
@@ -247,33 +265,35 @@ def test_503_with_retry_after_when_numbers_cannot_be_handed_out(prefix, monkeypa
     assert "Traceback" not in response.content.decode()
 
 
-def test_409_when_the_sequence_is_exhausted():
+@pytest.mark.parametrize("prefix", PATHS)
+def test_409_when_the_sequence_is_exhausted(prefix):
     token = add_client()
     Sequence.objects.create(name="order-small", max_value=3, step=1)
-    assert post("/ids/", "order-small/next", token, {"count": 3}).status_code == 200
-    response = post("/ids/", "order-small/next", token)
+    assert post(prefix, "order-small/next", token, {"count": 3}).status_code == 200
+    response = post(prefix, "order-small/next", token)
     assert response.status_code == 409 and response.json()["error"] == "exhausted"
 
 
 # sessions
 
 
-def test_session_user_needs_the_permission_and_csrf():
+@pytest.mark.parametrize("prefix", PATHS)
+def test_session_user_needs_the_permission_and_csrf(prefix):
     user = User.objects.create_user("clerk", password="pw")
-    browser = HttpClient(enforce_csrf_checks=True)
+    browser = client(prefix, enforce_csrf_checks=True)
     browser.force_login(user)
-    assert browser.post("/ids/order/next").status_code == 401
+    assert browser.post(url(prefix, "order/next")).status_code == 401
     user.user_permissions.add(Permission.objects.get(codename="use_id_service"))
-    browser = HttpClient(enforce_csrf_checks=True)
+    browser = client(prefix, enforce_csrf_checks=True)
     browser.force_login(User.objects.get(pk=user.pk))
-    refused = browser.post("/ids/order/next")
+    refused = browser.post(url(prefix, "order/next"))
     assert refused.status_code == 403 and refused.json()["error"] == "csrf"
-    browser.get("/ids/health")  # any page; the token comes from the cookie set below
+    browser.get(url(prefix, "health"))  # any page; the token comes from the cookie set below
     from django.middleware.csrf import _get_new_csrf_string
 
     secret = _get_new_csrf_string()
     browser.cookies["csrftoken"] = secret
-    allowed = browser.post("/ids/order/next", HTTP_X_CSRFTOKEN=secret)
+    allowed = browser.post(url(prefix, "order/next"), HTTP_X_CSRFTOKEN=secret)
     assert allowed.status_code == 200 and allowed.json()["count"] == 1
 
 
@@ -282,18 +302,19 @@ def test_session_user_needs_the_permission_and_csrf():
 
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_health(prefix):
-    response = HttpClient().get(prefix + "health")
+    response = client(prefix).get(url(prefix, "health"))
     assert response.status_code == 200 and response.json()["status"] == "ok"
-    assert HttpClient().post(prefix + "health").status_code == 405
+    assert client(prefix).post(url(prefix, "health")).status_code == 405
 
 
-def test_usage_is_counted_and_listed(monkeypatch):
+@pytest.mark.parametrize("prefix", PATHS)
+def test_usage_is_counted_and_listed(prefix, monkeypatch):
     from django_segment_seq.service import usage
 
     monkeypatch.setattr(usage, "FLUSH_EVERY", 0)
     token = add_client()
-    post("/ids/", "order/next", token, {"count": 7})
-    post("/ids/", "order/next", token, {"count": 3})
+    post(prefix, "order/next", token, {"count": 7})
+    post(prefix, "order/next", token, {"count": 3})
     usage.usage.flush()
     client = Client.objects.get(name="shop")
     assert (client.requests, client.numbers) == (2, 10) and client.last_used_at is not None
@@ -313,18 +334,22 @@ def test_command_refuses_a_bad_rate_and_a_second_client_of_one_name():
         add_client("y")
 
 
-def test_each_block_is_logged_with_client_and_range(caplog):
+@pytest.mark.parametrize("prefix", PATHS)
+def test_each_block_is_logged_with_client_and_range(prefix, caplog):
     token = add_client()
     caplog.set_level("INFO", logger="django_segment_seq.service")
-    body = post("/ids/", "order/next", token, {"count": 4}).json()
+    body = post(prefix, "order/next", token, {"count": 4}).json()
     assert f"shop took 4 of order: {body['first']}-{body['last']}" in caplog.text
 
 
-def test_401_takes_the_same_time_whatever_part_of_the_token_is_right():
+@pytest.mark.parametrize("prefix", PATHS)
+def test_401_takes_the_same_time_whatever_part_of_the_token_is_right(prefix):
     import time
 
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
+
+    from django_segment_seq.service.usage import usage
 
     token = add_client()
     variants = {
@@ -334,24 +359,28 @@ def test_401_takes_the_same_time_whatever_part_of_the_token_is_right():
         "all but the last": token[:-1] + ("A" if token[-1] != "A" else "B"),
     }
     # The same work: one query of one shape for every wrong token (only the digest it looks for differs).
+    usage.flush()  # counts of earlier tests in this process, written now rather than amid the queries counted
     shapes = {}
     for name, value in variants.items():
         with CaptureQueriesContext(connection) as queries:
-            assert post("/ids/", "order/next", value).status_code == 401
+            assert post(prefix, "order/next", value).status_code == 401
         shapes[name] = [re.sub(r"'[0-9a-f]{64}'|%s", "?", query["sql"]) for query in queries.captured_queries]
-    assert all(len(shape) == 1 for shape in shapes.values()) and len({tuple(shape) for shape in shapes.values()}) == 1
+    assert (
+        all(len(shape) == 1 for shape in shapes.values()) and len({tuple(shape) for shape in shapes.values()}) == 1
+    ), shapes
     # And the same time, within what a busy machine's noise allows: the fastest of many tries of each.
     timings: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(40):  # interleaved, so a slower moment of the machine hits every variant alike
         for name, value in variants.items():
             started = time.perf_counter()
-            post("/ids/", "order/next", value)
+            post(prefix, "order/next", value)
             timings[name].append(time.perf_counter() - started)
     fastest = {name: min(values) for name, values in timings.items()}
     assert max(fastest.values()) < 2 * min(fastest.values()), fastest
 
 
-def test_metrics_count_requests_by_client_and_status(settings):
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_metrics_count_requests_by_client_and_status(prefix, settings):
     pytest.importorskip("prometheus_client")
     from prometheus_client import REGISTRY
 
@@ -364,9 +393,9 @@ def test_metrics_count_requests_by_client_and_status(settings):
         )
 
     before = (sample("shop", "200"), sample("-", "401"), sample("shop", "403"))
-    post("/ids/", "order/next", token)
-    post("/ids/", "order/next", "wrong")
-    post("/aids/", "invoice/next", token)
+    post(prefix, "order/next", token)
+    post(prefix, "order/next", "wrong")
+    post(prefix, "invoice/next", token)
     assert (sample("shop", "200"), sample("-", "401"), sample("shop", "403")) == tuple(n + 1 for n in before)
 
 
@@ -408,3 +437,44 @@ def test_a_body_past_djangos_upload_limit_is_a_400_naming_the_body(prefix, setti
     token = add_client()
     response = post(prefix, "order/next", token, {"count": 1, "padding": "x" * 2000})
     assert response.status_code == 400 and response.json()["field"] == "body"
+
+
+def test_the_fast_path_passes_on_what_it_cannot_read_as_django_would():
+    from asgiref.sync import async_to_sync
+
+    from tests.support.fast_client import application, exchange
+
+    token = add_client()
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/ids/order/next",
+        "root_path": "",
+        "query_string": b"count=\xff",  # not UTF-8: ASGIRequest cannot decode it
+        "headers": [(b"authorization", f"Bearer {token}".encode()), (b"content-length", b"0")],
+    }
+    sent = async_to_sync(exchange)(application(), scope, b"")
+    assert sent[0]["status"] == 400  # Django's own answer to a query it cannot decode, not a traceback
+    chunked = {**scope, "query_string": b"", "headers": [*scope["headers"][:1], (b"transfer-encoding", b"chunked")]}
+    sent = async_to_sync(exchange)(application(), chunked, b'{"count": 2}')
+    assert sent[0]["status"] == 200 and json.loads(sent[1]["body"])["count"] == 2  # through Django's view
+
+
+def test_the_fast_path_remembers_an_admission_only_while_the_token_is_known():
+    """The same request again is admitted from memory; a client saved (revoked, its patterns or count changed)
+    is judged anew at once in this process, as its token is."""
+    token = add_client("kept", "--max-count", "5")
+    assert [post("fast", "order/next", token, {"count": 5}).status_code for _ in range(3)] == [200, 200, 200]
+    client = Client.objects.get(name="kept")
+    client.max_count = 4
+    client.save()
+    response = post("fast", "order/next", token, {"count": 5})
+    assert response.status_code == 400 and response.json()["field"] == "count"
+    client.sequences = "invoice*"
+    client.save()
+    assert post("fast", "order/next", token, {"count": 1}).status_code == 403
+    client.sequences = "order*"
+    client.save()
+    assert post("fast", "order/next", token, {"count": 1}).status_code == 200
+    call_command("segment_seq", "client", "revoke", "kept", stdout=StringIO())
+    assert post("fast", "order/next", token, {"count": 1}).status_code == 401

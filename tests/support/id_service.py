@@ -1,5 +1,6 @@
-"""The ID service under a real server for the tests: gunicorn (sync workers) or uvicorn, on a free loopback port,
-and HTTP callers that collect every number handed out."""
+"""The ID service under a real server for the tests: gunicorn (sync workers), uvicorn (async views) or uvicorn with
+the fast path in front of Django ("fast"), on a free loopback port, and HTTP callers that collect every number handed
+out."""
 
 from __future__ import annotations
 
@@ -23,8 +24,15 @@ from tests.support.servers import ROOT, free_port
 START_TIMEOUT = 30
 
 
+# The ASGI application each uvicorn kind serves.
+ASGI_APPLICATIONS = {
+    "uvicorn": "tests.service_project.asgi:application",
+    "fast": "tests.service_project.fast_asgi:application",
+}
+
+
 class LiveServer:
-    """One server process group; `stop()` ends it, `kill_worker()` kills one of gunicorn's workers."""
+    """One server process group; `stop()` ends it; `worker_pids()` names its workers, to kill one."""
 
     def __init__(self, kind: str, env: dict[str, str], log: Path, workers: int = 3, ready: int = 200) -> None:
         self.kind, self.env, self.log, self.workers = kind, env, log, workers
@@ -41,7 +49,7 @@ class LiveServer:
         if self.kind == "gunicorn":
             return [sys.executable, "-m", "gunicorn", "-w", str(self.workers), "-b", bind, "--timeout", "30",
                     "--graceful-timeout", "3", "tests.service_project.wsgi:application"]  # fmt: skip
-        return [sys.executable, "-m", "uvicorn", "tests.service_project.asgi:application", "--host", "127.0.0.1",
+        return [sys.executable, "-m", "uvicorn", ASGI_APPLICATIONS[self.kind], "--host", "127.0.0.1",
                 "--port", str(self.port), "--workers", str(self.workers), "--log-level", "warning"]  # fmt: skip
 
     def start(self) -> None:
@@ -103,7 +111,8 @@ def processes() -> list[tuple[int, str, int, int]]:
 def call(
     url: str, body: object = None, token: str | None = None, method: str = "POST", timeout: float = 10
 ) -> tuple[int, Message, bytes]:
-    """One request: its status, headers (looked up in any case: uvicorn writes them in lower case) and body."""
+    """One request: its status, headers (looked up whatever their case: httptools sends them in lower case) and body
+    (an HTTP error is an answer too)."""
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Content-Type": "application/json"}
     if token is not None:
@@ -159,7 +168,7 @@ def load(url: str, token: str, clients: int, seconds: float, during: object = No
             count = count * 7 % 50 + 1
             try:
                 status, _headers, body = call(url, {"count": count}, token, timeout=15)
-            except OSError:
+            except (OSError, http.client.HTTPException):  # refused, reset, or cut short by a worker killed mid-answer
                 with result.lock:
                     result.errors += 1
                 time.sleep(0.05)
