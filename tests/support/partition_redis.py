@@ -101,7 +101,9 @@ def start_cluster(nodes: list[Node], workdir: Path) -> list[NamespacedRedis]:
         check=True, capture_output=True, timeout=60,
     )  # fmt: skip
     deadline = time.monotonic() + 60
-    while not (all(cluster_ok(server) for server in servers) and replicas_known(servers[0]) == len(servers) // 2):
+    # Every node must know every other and each replica its master's data before a cut: a master that has not
+    # yet heard of a replica through the cluster's gossip would not vote for its promotion.
+    while not all(cluster_ok(server) and settled(server, len(servers)) for server in servers):
         if time.monotonic() > deadline:
             raise RuntimeError("the Redis Cluster did not reach state ok")
         time.sleep(0.1)
@@ -115,7 +117,17 @@ def cluster_ok(server: NamespacedRedis) -> bool:
         return False
 
 
-def replicas_known(server: NamespacedRedis) -> int:
-    """How many replicas the cluster's table, as `server` has it, lists."""
-    table = server.client().execute_command("CLUSTER", "NODES").decode()
-    return sum(1 for line in table.splitlines() if "slave" in line.split()[2])
+def settled(server: NamespacedRedis, nodes: int) -> bool:
+    """Whether `server`'s table lists every node, none in a handshake, half of them replicas, and, for a replica,
+    whether its link to its master is up."""
+    try:
+        client = server.client()
+        lines = client.execute_command("CLUSTER", "NODES").decode().splitlines()
+        replication = client.info("replication")
+    except (redis.RedisError, OSError):
+        return False
+    flags = [line.split()[2] for line in lines]
+    replicas = sum(1 for flag in flags if "slave" in flag)
+    handshaking = any("handshake" in flag or "noaddr" in flag for flag in flags)
+    linked = replication.get("role") != "slave" or replication.get("master_link_status") == "up"
+    return len(lines) == nodes and replicas == nodes // 2 and not handshaking and linked
