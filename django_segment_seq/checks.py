@@ -188,12 +188,16 @@ def check_gapless_replication(
         return []  # a server that does not say: nothing to warn of
     if reason is None:
         return []
+    window = (
+        f"for up to {SETTING_NAME}['STANDBY_LAG'] seconds"
+        if watched(connections[alias])
+        else "for as long as the partition lasts, its standbys being unwatched (W004)"
+    )
     return [
         checks.Warning(
-            f"Database {alias!r} is a PostgreSQL primary whose {reason}, and gapless numbers are taken there "
-            f"({', '.join(fields)}): cut off from its standby while callers still reach it, it commits gapless "
-            f"numbers (for up to {SETTING_NAME}['STANDBY_LAG'] seconds) that the promoted standby never received "
-            "and hands out again.",
+            f"Database {alias!r} is a PostgreSQL primary where gapless numbers are taken ({', '.join(fields)}), "
+            f"and {reason}: cut off from its standby while callers still reach it, it commits gapless "
+            f"numbers ({window}) that the promoted standby never received and hands out again.",
             hint="Make a standby synchronous: synchronous_standby_names naming it, with synchronous_commit on or "
             "remote_apply (Patroni: synchronous_mode: true); see docs/clusters.md, Partitions.",
             id="django_segment_seq.W005",
