@@ -19,7 +19,7 @@ from django_segment_seq.conf import DEFAULTS, SETTING_NAME, SETTINGS, Setting, a
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.concealed_formats import ConcealedFormat
 from django_segment_seq.db.routing import sequence_database
-from django_segment_seq.db.standbys import streaming_standbys, watched
+from django_segment_seq.db.standbys import asynchronous_replication, streaming_standbys, watched
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.fields.concealed import concealed_formats
 from django_segment_seq.flow.concealing import key_id, key_problem, usable_keys
@@ -167,6 +167,51 @@ def check_unwatched_standbys(
             "see docs/clusters.md, Partitions.",
             id="django_segment_seq.W004",
         )
+    ]
+
+
+@checks.register(checks.Tags.database)
+def check_gapless_replication(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[checks.CheckMessage]:
+    """Gapless numbers commit with the caller's rows on the primary alone: with asynchronous standbys, an old
+    primary cut off from them for up to STANDBY_LAG commits numbers a promoted standby hands out again."""
+    alias = sequence_database()
+    if not databases or alias not in databases or connections[alias].vendor != "postgresql":
+        return []
+    fields = gapless_fields()
+    if not fields:
+        return []
+    try:
+        reason = asynchronous_replication(connections[alias])
+    except DatabaseError:
+        return []  # a server that does not say: nothing to warn of
+    if reason is None:
+        return []
+    window = (
+        f"for up to {SETTING_NAME}['STANDBY_LAG'] seconds"
+        if watched(connections[alias])
+        else "for as long as the partition lasts, its standbys being unwatched (W004)"
+    )
+    return [
+        checks.Warning(
+            f"Database {alias!r} is a PostgreSQL primary where gapless numbers are taken ({', '.join(fields)}), "
+            f"and {reason}: cut off from its standby while callers still reach it, it commits gapless "
+            f"numbers ({window}) that the promoted standby never received and hands out again.",
+            hint="Make a standby synchronous: synchronous_standby_names naming it, with synchronous_commit on or "
+            "remote_apply (Patroni: synchronous_mode: true); see docs/clusters.md, Partitions.",
+            id="django_segment_seq.W005",
+        )
+    ]
+
+
+def gapless_fields() -> list[str]:
+    """The fields, as "app.Model.field", that take gapless numbers."""
+    return [
+        f"{model._meta.label}.{field.name}"
+        for model in apps.get_models()
+        for field in model._meta.get_fields()
+        if getattr(field, "gapless", False) is True and isinstance(getattr(field, "sequence_name", None), str)
     ]
 
 

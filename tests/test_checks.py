@@ -3,7 +3,7 @@
 import pytest
 from django.test import override_settings
 
-from django_segment_seq.checks import check_settings
+from django_segment_seq.checks import check_gapless_replication, check_settings, gapless_fields
 
 
 def ids(settings_value):
@@ -71,3 +71,11 @@ def test_a_standbys_entry_is_accepted_for_a_postgresql_database_only(backend):
     with override_settings(SEGMENT_SEQ={"STANDBYS": {"default": 1}}):
         found = [message.id for message in check_settings()]
     assert ("django_segment_seq.E054" in found) == (backend != "postgres")
+
+
+@pytest.mark.django_db
+def test_gapless_numbers_on_a_server_without_standbys_are_not_warned_of(backend):
+    # The test project's gapless fields are found; W005 itself fires on a primary with an asynchronous standby
+    # (tests/clusters/test_pg_failover.py), never on a server that streams to none or on another vendor.
+    assert "testapp.GaplessInvoice.number" in gapless_fields()
+    assert check_gapless_replication(databases=["default"]) == []

@@ -37,6 +37,29 @@ def streaming_standbys(connection: BaseDatabaseWrapper) -> int:
         return int(cursor.fetchone()[0])
 
 
+# Standbys streaming, those of them whose confirmation a commit waits for, and whether commits wait at all.
+REPLICATION_MODE = (
+    "SELECT count(*) FILTER (WHERE state = 'streaming'), "
+    "count(*) FILTER (WHERE state = 'streaming' AND sync_state IN ('sync', 'quorum')), "
+    "current_setting('synchronous_commit') FROM pg_stat_replication"
+)
+
+
+def asynchronous_replication(connection: BaseDatabaseWrapper) -> str | None:
+    """Why a commit on the primary behind `connection` may be missing from a standby promoted after it (for the
+    system check on gapless numbers); None when no standby streams or every commit waits for one."""
+    with connection.cursor() as cursor:
+        cursor.execute(REPLICATION_MODE)
+        streaming, synchronous, commit = cursor.fetchone()
+    if int(streaming) == 0:
+        return None
+    if int(synchronous) == 0:
+        return f"its {streaming} streaming standby(s) are asynchronous (synchronous_standby_names names none of them)"
+    if commit in ("off", "local"):
+        return f"synchronous_commit is {commit!r}, so commits do not wait for its synchronous standby"
+    return None
+
+
 class StandbyUnconfirmed(Exception):
     """Fewer standbys than required confirm this primary's writes within STANDBY_LAG: no number may be taken here."""
 

@@ -393,3 +393,34 @@ def test_snowflake_ids_do_not_repeat_after_an_asynchronous_failover_with_the_fen
     assert run.errors.get("WorkerIdFenced", 0) > 0  # B was told when its ids would start, not left hanging
     # A, whose lease the failover lost, finds both worker ids held by C and B once its renewal fails.
     assert set(run.errors) <= {"WorkerIdFenced", "WorkerIdsExhausted", "SequenceUnavailable", "WorkerLeaseExpired"}
+
+
+def check_ids(pair: StandbyPair, tmp_path: Path, gapless: bool, commit: str = "") -> list[str]:
+    """What `manage.py check --database default` reports for a project on `pair`, with a gapless field or not
+    and synchronous_commit as `commit` sets it (the server's own when empty)."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        SEGMENT_SEQ_TEST_GAPLESS="1" if gapless else "",
+        SEGMENT_SEQ_TEST_SYNCHRONOUS_COMMIT=commit,
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.failover_worker", "check", pair.hosts, pair.ports, DATABASE, "-", "-",
+         "{}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.split()
+
+
+def test_the_check_names_gapless_numbers_on_a_primary_with_an_asynchronous_standby(standby_pair, tmp_path):
+    asynchronous, first = standby_pair(False)
+    synchronous, second = standby_pair(True)
+    wait_ready([], tmp_path, first)
+    wait_ready([], tmp_path, second)
+    # Gapless numbers commit on the primary alone: a promoted asynchronous standby may never have seen them.
+    assert "django_segment_seq.W005" in check_ids(asynchronous, tmp_path, gapless=True)
+    assert "django_segment_seq.W005" in check_ids(synchronous, tmp_path, gapless=True, commit="local")
+    assert "django_segment_seq.W005" not in check_ids(synchronous, tmp_path, gapless=True)
+    assert "django_segment_seq.W005" not in check_ids(synchronous, tmp_path, gapless=True, commit="remote_apply")
+    assert "django_segment_seq.W005" not in check_ids(asynchronous, tmp_path, gapless=False)

@@ -1,11 +1,12 @@
 """A worker for the failover tests: takes numbers at full speed from a multi-host PostgreSQL until told to stop.
 
 Run as `python -m tests.support.failover_worker MODE HOSTS PORTS DATABASE OUT STOP SETTINGS_JSON`; MODE `migrate`
-creates the app's tables and the SEQUENCES rows (through the ORM, as a project makes them), `take` (numbers of
-the sequence SEGMENT_SEQ_TEST_SEQUENCE) and `snowflake` (Snowflake ids) write {"numbers": [...], "errors": {name:
-count}, "longest_pause": s, "marked": n} to OUT. A taker set up touches OUT.ready, then waits for the file
-SEGMENT_SEQ_TEST_GO if one is named, so its start is the test's to choose; "marked" is how many numbers it had
-when the file SEGMENT_SEQ_TEST_MARK appeared (the test's crash of the primary), or None. With
+creates the app's tables and the SEQUENCES rows (through the ORM, as a project makes them); `check` prints the ids
+of what `check --database default` reports, with a gapless field declared when SEGMENT_SEQ_TEST_GAPLESS is set;
+`take` (numbers of the sequence SEGMENT_SEQ_TEST_SEQUENCE) and `snowflake` (Snowflake ids) write {"numbers":
+[...], "errors": {name: count}, "longest_pause": s, "marked": n} to OUT. A taker set up touches OUT.ready, then
+waits for the file SEGMENT_SEQ_TEST_GO if one is named, so its start is the test's to choose; "marked" is how many
+numbers it had when the file SEGMENT_SEQ_TEST_MARK appeared (the test's crash of the primary), or None. With
 SEGMENT_SEQ_TEST_NO_ROW_MEMORY set, a taker keeps no memory of what it wrote to the rows, as a process restarted.
 """
 
@@ -40,10 +41,35 @@ def configure(hosts: str, ports: str, database: str, segment_seq: dict[str, obje
             "PORT": ports,
             "USER": "postgres",
             "NAME": database,
-            "OPTIONS": {"target_session_attrs": "read-write", "connect_timeout": 2},
+            "OPTIONS": {"target_session_attrs": "read-write", "connect_timeout": 2, **session_options()},
         },
         segment_seq,
     )
+
+
+def session_options() -> dict[str, str]:
+    """libpq options for the session: SEGMENT_SEQ_TEST_SYNCHRONOUS_COMMIT sets synchronous_commit, as a project's
+    OPTIONS can."""
+    commit = os.environ.get("SEGMENT_SEQ_TEST_SYNCHRONOUS_COMMIT")
+    return {"options": f"-c synchronous_commit={commit}"} if commit else {}
+
+
+def check() -> None:
+    """Print the ids of what `manage.py check --database default` reports, one a line."""
+    from django.core import checks
+    from django.db import models
+
+    from django_segment_seq.fields import SequenceField
+
+    if os.environ.get("SEGMENT_SEQ_TEST_GAPLESS"):
+
+        class Invoice(models.Model):
+            number = SequenceField("invoice", gapless=True)
+
+            class Meta:
+                app_label = "django_segment_seq"
+
+    print("\n".join(message.id or "" for message in checks.run_checks(databases=["default"])))
 
 
 def take(out: str, stop: str, snowflake: bool = False) -> None:
@@ -93,5 +119,7 @@ if __name__ == "__main__":
 
         call_command("migrate", verbosity=0)
         create_sequences()
+    elif mode == "check":
+        check()
     else:
         take(out, stop, snowflake=mode == "snowflake")
