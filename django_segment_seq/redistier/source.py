@@ -30,7 +30,7 @@ from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.exceptions import SequenceRedisUnavailable
 from django_segment_seq.redistier import clients, table
 from django_segment_seq.redistier.config import TierConfig, tier_config
-from django_segment_seq.redistier.identity import deployment
+from django_segment_seq.redistier.deployment_id import deployment
 
 __all__ = ["RedisAllocation", "allocate", "pad", "state_keys"]
 

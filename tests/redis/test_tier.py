@@ -110,15 +110,15 @@ def test_a_block_taken_in_the_callers_transaction_never_goes_to_redis(settings, 
 
 def test_two_deployments_sharing_one_redis_use_their_own_keys(settings, redis_server):
     """The key names the deployment (the database), not only KEY_PREFIX: another database, other keys."""
-    from django_segment_seq.redistier import identity
+    from django_segment_seq.redistier import deployment_id
 
     settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
     mine = key_of("r9")
-    identity._known["default"] = "000000000000"  # as another deployment's processes name it
+    deployment_id._known["default"] = "000000000000"  # as another deployment's processes name it
     try:
         assert key_of("r9") != mine
     finally:
-        identity._known.clear()
+        deployment_id._known.clear()
 
 
 def test_numbers_above_2_to_the_53_stay_exact(settings, redis_server):
