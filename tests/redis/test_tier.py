@@ -6,11 +6,14 @@ import pytest
 
 from django_segment_seq import next_value, next_values, sequence_stats
 from django_segment_seq.api import clear_cache
+from django_segment_seq.cache.sources import tiered
 from django_segment_seq.models import Sequence
 from django_segment_seq.redistier.config import tier_config
-from django_segment_seq.redistier.source import allocate, state_keys
+from django_segment_seq.redistier.source import state_keys
 from tests.conftest import assert_unique
 from tests.redis.conftest import tier
+
+allocate = tiered.allocate  # the cache's source: Redis for rows on the tier, else the table
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

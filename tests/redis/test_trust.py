@@ -16,13 +16,16 @@ from django.db import connections
 from django_segment_seq import models as app_models
 from django_segment_seq import next_value, next_values
 from django_segment_seq.api import clear_cache
+from django_segment_seq.cache.sources import tiered
 from django_segment_seq.models import Sequence
 from django_segment_seq.redistier import clients
 from django_segment_seq.redistier.config import tier_config
-from django_segment_seq.redistier.source import allocate, state_keys
+from django_segment_seq.redistier.source import state_keys
 from tests.conftest import assert_unique
 from tests.redis.conftest import tier
 from tests.support.redis_servers import Forwarder, RedisServer, start_cluster
+
+allocate = tiered.allocate  # the cache's source: Redis for rows on the tier, else the table
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
