@@ -12,7 +12,7 @@ from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.db.routing import fixed_alias, sequence_database
 from django_segment_seq.flow import key_ledger
 from django_segment_seq.flow.derived import forget
-from django_segment_seq.redistier import identity
+from django_segment_seq.redistier import deployment_id
 
 _slot_named = ranges.by_name.get
 
@@ -107,4 +107,4 @@ def clear_cache() -> None:
     ranges.clear()
     forget()
     key_ledger.forget()
-    identity.forget()  # the Redis tier's deployment identity is read from the database again
+    deployment_id.forget()  # the Redis tier's deployment identity is read from the database again

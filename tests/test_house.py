@@ -215,3 +215,34 @@ def test_no_function_is_longer_than_a_screen() -> None:
         and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines: {too_long}"
+
+
+# The module map of docs/development.md: one entry per top-level module or subpackage, each starting a line.
+MAP_PAGE = PACKAGE.parent / "docs" / "development.md"
+
+
+def rooms() -> set[str]:
+    """The package's top-level modules ("api.py") and subpackages ("cache/"), as the map writes them."""
+    found = {path.name for path in PACKAGE.glob("*.py")}
+    found |= {path.name + "/" for path in PACKAGE.iterdir() if (path / "__init__.py").is_file()}
+    return found
+
+
+def mapped(page: str) -> set[str]:
+    """The entries of the map: the first word of each line indented by two spaces in its code block."""
+    block = page.split("## The map of the package", 1)[1].split("```", 2)[1]
+    return {line.split()[0] for line in block.splitlines() if line.startswith("  ") and not line.startswith("   ")}
+
+
+def test_the_module_map_names_every_module_and_subpackage() -> None:
+    entries = mapped(MAP_PAGE.read_text())
+    missing, stale = sorted(rooms() - entries), sorted(entries - rooms())
+    assert not missing, f"docs/development.md's module map lacks: {missing}"
+    assert not stale, f"docs/development.md's module map names what is not in the package: {stale}"
+
+
+def test_the_map_check_finds_a_missing_room() -> None:
+    page = MAP_PAGE.read_text()
+    without = page.replace("\n  remote.py ", "\n   remote.py ", 1)  # pushed into the line above: no entry
+    assert "remote.py" in rooms() - mapped(without)
+    assert mapped(page) >= {"remote.py", "service/", "redistier/", "urls.py", "async_urls.py"}

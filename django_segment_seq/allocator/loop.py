@@ -35,6 +35,7 @@ from django_segment_seq.allocator.blocks import Block, Row, failover_skip, next_
 from django_segment_seq.allocator.callers import Session
 from django_segment_seq.allocator.connections import NoServerFit, refuse_if_unfit
 from django_segment_seq.allocator.rows import create_row, read_row
+from django_segment_seq.allocator.tier_figures import TierFigures
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
 from django_segment_seq.db.history import server_history, unfenced_history, with_table
@@ -76,6 +77,8 @@ class Allocation:
     row: Row | None = None
     # The row's version right after this block's compare-and-set: a give-back must find it unchanged.
     version: int | None = None
+    # What the Redis tier did for this block (redistier/source.py); None for a block off the tier.
+    tier: TierFigures | None = None
 
 
 @dataclass(slots=True)

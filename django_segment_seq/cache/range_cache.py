@@ -25,16 +25,17 @@ from django_segment_seq.allocator import callers, seen
 from django_segment_seq.allocator.attempts import RowBusy
 from django_segment_seq.allocator.blocks import Block, Unused, unused_run
 from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.allocator.source import BlockSource
 from django_segment_seq.cache import events
 from django_segment_seq.cache.events import Fetch
 from django_segment_seq.cache.prefetch import prefetcher
 from django_segment_seq.cache.sizing import next_size
+from django_segment_seq.cache.sources import tiered
 from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.rownames import require_valid_name
 from django_segment_seq.exceptions import SequenceUnavailable
-from django_segment_seq.redistier.source import allocate  # the table's allocate(), or Redis for rows on its tier
 
 
 class _Slot:
@@ -122,7 +123,8 @@ class _Slot:
 class RangeCache:
     """All cached ranges of this process."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: BlockSource = tiered) -> None:
+        self.source = source  # where blocks come from: the table, or Redis for the rows on its tier
         self._reset()
 
     def _reset(self) -> None:
@@ -315,7 +317,7 @@ class RangeCache:
     def _refill(self, slot: _Slot, wanted: int) -> range:
         """A new block of at least max(step, wanted); returns its first `wanted` numbers and caches the rest."""
         try:
-            allocation = allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
+            allocation = self.source.allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
         except SequenceUnavailable as exc:
             note_held(slot, exc)
             raise
@@ -346,7 +348,7 @@ class RangeCache:
 
     def _provisional(self, slot: _Slot, count: int) -> range:
         """Numbers for a caller that may not wait for the slot: a new block inside its transaction."""
-        allocation = allocate(slot.alias, slot.name, count)
+        allocation = self.source.allocate(slot.alias, slot.name, count)
         slot.record(allocation)  # without the slot's lock: figures only, read as approximate
         slot.stats.foreground_fetches += 1
         slot.fetched(allocation)
@@ -386,7 +388,7 @@ class RangeCache:
 
     def _fetch_in_background(self, slot: _Slot, prefer: int) -> None:
         try:
-            allocation = allocate(slot.alias, slot.name, 1, prefer=prefer, create=False, background=True)
+            allocation = self.source.allocate(slot.alias, slot.name, 1, prefer=prefer, create=False, background=True)
         except Exception as exc:
             # The next caller that runs out fetches in the foreground, where the error surfaces.
             with slot.lock:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django_segment_seq.allocator.loop import Allocation
-from django_segment_seq.redistier.source import RedisAllocation
 
 # The Redis tier's figures (docs/redis.md): blocks taken from Redis, super-segments installed, states made by
 # another server process dropped, super-segments abandoned after an unclear INSTALL, blocks taken from the
@@ -45,9 +44,13 @@ class SequenceStats:
 
     def add_tier_figures(self, allocation: Allocation) -> None:
         """Add up what the Redis tier did for one fetch (nothing for a row off the tier)."""
-        if isinstance(allocation, RedisAllocation):
-            for name in TIER_FIGURES:
-                setattr(self, name, getattr(self, name) + getattr(allocation, name))
+        figures = allocation.tier
+        if figures is not None:
+            self.redis_takes += figures.takes
+            self.redis_refills += figures.refills
+            self.redis_fenced += figures.fenced
+            self.redis_abandoned += figures.abandoned
+            self.redis_fallbacks += figures.fallbacks
 
     @property
     def blocking_fetches(self) -> int:

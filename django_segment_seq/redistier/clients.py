@@ -33,7 +33,6 @@ class Tier:
         self.client = client
         self.take = client.register_script(scripts.TAKE)
         self.install = client.register_script(scripts.INSTALL)
-        self.release = client.register_script(scripts.RELEASE)
         self.read = client.register_script(scripts.READ)
         self.retire = client.register_script(scripts.RETIRE)
 

@@ -87,12 +87,6 @@ return {2}
 """
 )
 
-# KEYS[1] lease; ARGV token -> 1 released, 0 held by another (expired and taken since).
-RELEASE = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
 # KEYS[1] state; ARGV floor (20 digits): the state is emptied (what it held becomes a gap) and its top raised to
 # floor, so no INSTALL of a super-segment at or below floor is taken (one reserved before the table moved past it).
 # -> 1. Run after `segment_seq advance`, a restore the app detected, or the table found behind Redis.

@@ -1,10 +1,10 @@
 """Blocks for the rows REDIS["SEQUENCES"] names, taken from Redis inside super-segments the table lent it.
 
-The cache asks `allocate()` here as it asks allocator.loop.allocate() (same arguments, same result);
-rows off the tier go straight there. A row on the tier takes a block of at most MAX_BLOCK numbers
+RedisSource is a BlockSource (allocator/source.py) for the rows the cache finds it serves (cache/sources.py
+sends the others to the table's source). A row on the tier takes a block of at most MAX_BLOCK numbers
 with one script call (TAKE). When Redis holds nothing valid for it, or has REFILL_AT of its
 super-segment left, one process (a lease in Redis) reserves the next super-segment from the row with
-the table's own allocate(), so its compare-and-set, retries, bounds, SERVERS and failover fence all
+the table's source, so its compare-and-set, retries, bounds, SERVERS and failover fence all
 apply, and offers it to Redis once (INSTALL, never re-sent). The table's value is thus above every
 number Redis ever held, and a Redis that lost or went back in its state is refilled above it: a gap,
 never a repeat. Redis failing sends the process to the table for RETRY_AFTER seconds (FALLBACK).
@@ -14,44 +14,31 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import secrets
+import os
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.signals import setting_changed
 from django.db import DatabaseError, InterfaceError
 from django.dispatch import receiver
 
-from django_segment_seq.allocator import loop
 from django_segment_seq.allocator.blocks import Block
 from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.allocator.source import BlockSource, TableSource
+from django_segment_seq.allocator.tier_figures import TierFigures
 from django_segment_seq.conf import SETTING_NAME, app_settings
-from django_segment_seq.exceptions import SequenceRedisUnavailable
+from django_segment_seq.exceptions import SequenceMisconfigured, SequenceRedisUnavailable
 from django_segment_seq.redistier import clients, table
 from django_segment_seq.redistier.config import TierConfig, tier_config
-from django_segment_seq.redistier.identity import deployment
+from django_segment_seq.redistier.deployment_id import deployment
 
-__all__ = ["RedisAllocation", "allocate", "pad", "state_keys"]
+__all__ = ["RedisSource", "pad", "redis_source", "state_keys"]
 
 logger = logging.getLogger("django_segment_seq")
 
 # Shifts a BIGINT into 0..2**64, written with 20 digits: how INSTALL compares numbers exactly (Lua has doubles).
 BIGINT_OFFSET = 2**63
-
-
-@dataclass(slots=True)
-class RedisAllocation(Allocation):
-    """An Allocation with what the tier did to produce it (the cache adds these up in SequenceStats)."""
-
-    redis_takes: int = 0
-    redis_refills: int = 0
-    # Redis states found made by another server process (a restart, a promoted replica, a moved slot): dropped.
-    redis_fenced: int = 0
-    # Super-segments whose INSTALL got no clear answer: never offered again, a gap.
-    redis_abandoned: int = 0
-    # Blocks taken from the table because Redis failed or was being left alone (RETRY_AFTER).
-    redis_fallbacks: int = 0
 
 
 @dataclass(slots=True)
@@ -63,54 +50,219 @@ class _Request:
     create: bool
     background: bool
     config: TierConfig
-    result: RedisAllocation = field(default_factory=RedisAllocation)
+    figures: TierFigures
+    # The block taken from Redis, with the figures and the costs of any reservation made for it.
+    result: Allocation
 
 
-# Monotonic time before which Redis is not asked (after an error); per process.
-_skip_until = 0.0
-# Per row, monotonic time before which its blocks come from the table: a refill elsewhere was slow or stuck.
-_stalled: dict[tuple[str, str], float] = {}
 # With FALLBACK on, how long a process that finds the row empty waits for another process's refill before it
 # takes its block from the table: an orphaned lease or a late INSTALL reply costs callers this, not the lease.
 REFILL_WAIT = 0.25
 # And for how long that row's blocks then come from the table in that process, before Redis is asked again.
 STALL_SKIP = 1.0
-# Rows found cycling: off the tier in this process (the system check refuses them too).
-_refused: set[tuple[str, str]] = set()
-# Per row, the most numbers its limits allow in one super-segment (a 64th of min..max) and its step, as last seen.
-_caps: dict[tuple[str, str], int] = {}
-_steps: dict[tuple[str, str], int] = {}
 
 
-def allocate(
-    alias: str,
-    name: str,
-    wanted: int = 1,
-    *,
-    prefer: int = 0,
-    create: bool = True,
-    background: bool = False,
-) -> Allocation:
-    """A block for the cache: from Redis for a row on the tier, else (and for more than MAX_BLOCK) from the table."""
-    config = tier_config()
-    if config is None or not config.covers(name) or wanted > config.max_block or (alias, name) in _refused:
-        return loop.allocate(alias, name, wanted, prefer=prefer, create=create, background=background)
-    import redis  # the redis extra: tier_config() is None without it
+class Learned:
+    """What this process learned of the tier and its rows: forgotten at fork and when the settings change."""
 
-    try:
-        deployment(alias)  # read once per process: the database down, the table path says so as it always has
-    except (DatabaseError, InterfaceError):
-        return loop.allocate(alias, name, wanted, prefer=prefer, create=create, background=background)
-    request = _Request(alias, name, wanted, prefer, create, background, config)
-    if time.monotonic() < max(_skip_until, _stalled.get((alias, name), 0.0)):
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        # Monotonic time before which Redis is not asked (after an error).
+        self.skip_until = 0.0
+        # Per row, monotonic time before which its blocks come from the table: a refill elsewhere was slow or stuck.
+        self.stalled: dict[tuple[str, str], float] = {}
+        # Rows found cycling: off the tier in this process (the system check refuses them too).
+        self.refused: set[tuple[str, str]] = set()
+        # Per row, the most numbers its limits allow in one super-segment (a 64th of min..max) and its step.
+        self.caps: dict[tuple[str, str], int] = {}
+        self.steps: dict[tuple[str, str], int] = {}
+
+
+class RedisSource:
+    """Blocks from Redis for the rows on the tier, in super-segments reserved from `table` (which also serves
+    while Redis fails, with FALLBACK on)."""
+
+    def __init__(self, table: BlockSource) -> None:
+        self.table = table
+        self.learned = Learned()
+
+    def serves(self, alias: str, name: str, wanted: int) -> bool:
+        """Whether this row's block comes from Redis: on the tier, at most MAX_BLOCK, and the deployment known."""
+        config = tier_config()
+        if config is None or not config.covers(name) or wanted > config.max_block:
+            return False
+        if (alias, name) in self.learned.refused:
+            return False
+        try:
+            deployment(alias)  # read once per process: the database down, the table path says so as it always has
+        except (DatabaseError, InterfaceError):
+            return False
+        return True
+
+    def allocate(
+        self,
+        alias: str,
+        name: str,
+        wanted: int = 1,
+        *,
+        prefer: int = 0,
+        create: bool = True,
+        background: bool = False,
+    ) -> Allocation:
+        """A block from Redis for a row it serves(); the table's while Redis is left alone (FALLBACK)."""
+        import redis  # the redis extra: tier_config() is None without it
+
+        config = tier_config()
+        if config is None or not config.covers(name):
+            raise SequenceMisconfigured(name, "it is not on the Redis tier (REDIS['SEQUENCES'])")
+        figures = TierFigures()
+        request = _Request(alias, name, wanted, prefer, create, background, config, figures, Allocation(tier=figures))
+        learned = self.learned
+        if time.monotonic() < max(learned.skip_until, learned.stalled.get((alias, name), 0.0)):
+            if not config.fallback:
+                error = redis.ConnectionError(f"it failed less than RETRY_AFTER ({config.retry_after:g} s) ago")
+                raise SequenceRedisUnavailable(name, alias, error, config.retry_after)
+            return self._from_table(request)
+        try:
+            return self._from_redis(request)
+        except redis_errors() as exc:
+            return self._after_error(request, exc)
+
+    def _from_redis(self, request: _Request) -> Allocation:
+        """TAKE until Redis hands out a block, refilling it when it holds nothing valid; the table if a refill
+        stalls."""
+        config, result = request.config, request.result
+        learned = self.learned
+        tier = clients.tier(config.raw)
+        key, lease = state_keys(config, request.alias, request.name)
+        want = min(max(request.wanted, request.prefer or config.max_block), config.max_block)
+        # A refill in flight elsewhere is waited for a moment with FALLBACK on (then the table serves this call, and
+        # this row's next calls while the lease can last), else as long as its lease can last.
+        deadline = time.monotonic() + (REFILL_WAIT if config.fallback else _lease_seconds())
+        pause = 0.001
+        while True:
+            reply = tier.take(keys=[key], args=[request.wanted, want, config.refill_at])
+            code = int(reply[0])
+            if code == 1:
+                base = int(reply[1])
+                result.block = Block(base + int(reply[2]), base + int(reply[3]))
+                result.step = learned.steps.get((request.alias, request.name), 0)
+                request.figures.takes += 1
+                if int(reply[4]):
+                    self._refill_ahead(request, tier, key, lease)
+                return result
+            if code == -2:
+                request.figures.fenced += 1
+                logger.warning(
+                    "Sequence %r: Redis held a state made by another server process or history (%s): dropped, "
+                    "refilled from the table (its unused numbers are a gap).",
+                    request.name, _text(reply[1])[:12],
+                )  # fmt: skip
+            installed, own = self._refill(request, tier, key, lease, urgent=True)
+            if own is not None:
+                return own
+            if installed:
+                continue
+            if time.monotonic() >= deadline:
+                if config.fallback:  # another process's refill is slow or stuck: the table serves meanwhile
+                    learned.stalled[(request.alias, request.name)] = time.monotonic() + STALL_SKIP
+                return self._from_table(request)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
+    def _refill(
+        self, request: _Request, tier: clients.Tier, key: str, lease: str, *, urgent: bool
+    ) -> tuple[bool, Allocation | None]:
+        """Reserve a super-segment from the table and offer it to Redis once, under the row's lease.
+
+        Returns (installed, own): `own` is an allocation to hand out directly instead (a block taken in the
+        caller's transaction, or a cycling row). A super-segment Redis refused is never handed out: the same
+        INSTALL sent twice finds its own super-segment there, which other processes take blocks of.
+        """
+        # redis-py's Lock: SET NX PX with a token of its own, released only by its holder, never waited for here.
+        held = tier.client.lock(lease, timeout=_lease_seconds(), thread_local=False)
+        if not held.acquire(blocking=False):
+            return False, None
+        try:
+            if not urgent and tier.client.hexists(key, "pbase"):
+                return False, None  # another process's refill came first
+            reservation = self.table.allocate(
+                request.alias,
+                request.name,
+                request.wanted,
+                prefer=self._super_size(request),
+                create=request.create,
+                background=request.background,
+            )
+            if self._keep_off_redis(request, reservation):
+                return False, _merged(reservation, request.result)
+            _add_costs(request.result, reservation)
+            if _skipped(reservation):  # the table's fence skipped (a restore or failover): Redis's states are older
+                why = "the table skipped ahead (a restore or failover)"
+                _retire(request, tier, key, reservation.block.first - 1, why)
+            return _install(request, tier, key, reservation.block), None
+        finally:
+            with contextlib.suppress(Exception):  # the lease expires by itself (LockNotOwnedError: it did)
+                held.release()
+
+    def _refill_ahead(self, request: _Request, tier: clients.Tier, key: str, lease: str) -> None:
+        """The refill Redis asked for with a block in hand: its failure costs that block nothing, it is only logged."""
+        try:
+            self._refill(request, tier, key, lease, urgent=False)
+        except Exception as exc:  # noqa: BLE001 - the next TAKE that finds Redis empty refills, or fails, itself
+            if type(exc).__module__.startswith("redis"):
+                self.learned.skip_until = time.monotonic() + request.config.retry_after
+            logger.warning("Sequence %r: reserving the next super-segment for Redis failed: %s", request.name, exc)
+
+    def _keep_off_redis(self, request: _Request, reservation: Allocation) -> bool:
+        """A block taken inside the caller's transaction (it may roll back), or a cycling row, never goes to Redis."""
+        row, key = reservation.row, (request.alias, request.name)
+        if row is not None:
+            self.learned.caps[key] = max(1, (row.max_value - row.min_value + 1) // 64)
+            self.learned.steps[key] = row.step
+            if row.cycle:
+                self.learned.refused.add(key)
+                logger.warning("Sequence %r cycles: it takes its blocks from the table, not from Redis.", request.name)
+                return True
+        return reservation.provisional
+
+    def _super_size(self, request: _Request) -> int:
+        """SUPER_STEP (or the row's SUPER_STEPS entry), at most a 64th of the row's limits.
+
+        Until this process has seen the row's limits, MAX_BLOCK: a four-digit daily row must not lend its
+        whole day to Redis at its first refill, where a fault would cost all of it.
+        """
+        size = request.config.super_size(request.name)
+        cap = self.learned.caps.get((request.alias, request.name))
+        return min(size, request.config.max_block if cap is None else cap)
+
+    def _after_error(self, request: _Request, error: Exception) -> Allocation:
+        """Redis failed: leave it alone for RETRY_AFTER seconds and take the block from the table (FALLBACK)."""
+        config = request.config
+        self.learned.skip_until = time.monotonic() + config.retry_after
         if not config.fallback:
-            error = redis.ConnectionError(f"it failed less than RETRY_AFTER ({config.retry_after:g} s) ago")
-            raise SequenceRedisUnavailable(name, alias, error, config.retry_after)
-        return _from_table(request)
-    try:
-        return _from_redis(request)
-    except redis_errors() as exc:
-        return _after_error(request, exc)
+            raise SequenceRedisUnavailable(request.name, request.alias, error, config.retry_after) from error
+        logger.warning(
+            "Sequence %r: Redis failed (%s): blocks come from the table for %g s.",
+            request.name, error, config.retry_after,
+        )  # fmt: skip
+        return self._from_table(request)
+
+    def _from_table(self, request: _Request) -> Allocation:
+        """Today's path, counted as a fallback; never a larger block than a super-segment."""
+        prefer = min(request.prefer, self._super_size(request))
+        allocation = self.table.allocate(
+            request.alias,
+            request.name,
+            request.wanted,
+            prefer=prefer,
+            create=request.create,
+            background=request.background,
+        )
+        request.figures.fallbacks += 1
+        return _merged(allocation, request.result)
 
 
 def redis_errors() -> tuple[type[Exception], ...]:
@@ -132,92 +284,6 @@ def pad(number: int) -> str:
     return f"{number + BIGINT_OFFSET:020d}"
 
 
-def _from_redis(request: _Request) -> Allocation:
-    """TAKE until Redis hands out a block, refilling it when it holds nothing valid; the table if a refill stalls."""
-    config, result = request.config, request.result
-    tier = clients.tier(config.raw)
-    key, lease = state_keys(config, request.alias, request.name)
-    want = min(max(request.wanted, request.prefer or config.max_block), config.max_block)
-    # A refill in flight elsewhere is waited for a moment with FALLBACK on (then the table serves this call, and
-    # this row's next calls while the lease can last), else as long as its lease can last.
-    deadline = time.monotonic() + (REFILL_WAIT if config.fallback else _lease_seconds())
-    pause = 0.001
-    while True:
-        reply = tier.take(keys=[key], args=[request.wanted, want, config.refill_at])
-        code = int(reply[0])
-        if code == 1:
-            base = int(reply[1])
-            result.block = Block(base + int(reply[2]), base + int(reply[3]))
-            result.step = _steps.get((request.alias, request.name), 0)
-            result.redis_takes += 1
-            if int(reply[4]):
-                _refill_ahead(request, tier, key, lease)
-            return result
-        if code == -2:
-            result.redis_fenced += 1
-            logger.warning(
-                "Sequence %r: Redis held a state made by another server process or history (%s): dropped, "
-                "refilled from the table (its unused numbers are a gap).",
-                request.name, _text(reply[1])[:12],
-            )  # fmt: skip
-        installed, own = _refill(request, tier, key, lease, urgent=True)
-        if own is not None:
-            return own
-        if installed:
-            continue
-        if time.monotonic() >= deadline:
-            if config.fallback:  # another process's refill is slow or stuck: the table serves meanwhile
-                _stalled[(request.alias, request.name)] = time.monotonic() + STALL_SKIP
-            return _from_table(request)
-        time.sleep(pause)
-        pause = min(pause * 2, 0.02)
-
-
-def _refill(
-    request: _Request, tier: clients.Tier, key: str, lease: str, *, urgent: bool
-) -> tuple[bool, RedisAllocation | None]:
-    """Reserve a super-segment from the table and offer it to Redis once, under the row's lease.
-
-    Returns (installed, own): `own` is an allocation to hand out directly instead (a block taken in the
-    caller's transaction, or a cycling row). A super-segment Redis refused is never handed out: the same
-    INSTALL sent twice finds its own super-segment there, which other processes take blocks of.
-    """
-    token = secrets.token_hex(8)
-    if not tier.client.set(lease, token, nx=True, px=int(1000 * _lease_seconds())):
-        return False, None
-    try:
-        if not urgent and tier.client.hexists(key, "pbase"):
-            return False, None  # another process's refill came first
-        reservation = loop.allocate(
-            request.alias,
-            request.name,
-            request.wanted,
-            prefer=_super_size(request),
-            create=request.create,
-            background=request.background,
-        )
-        if _keep_off_redis(request, reservation):
-            return False, _merged(reservation, request.result)
-        _add_costs(request.result, reservation)
-        if _skipped(reservation):  # the table's fence skipped (a restore or failover it saw): Redis's states are older
-            _retire(request, tier, key, reservation.block.first - 1, "the table skipped ahead (a restore or failover)")
-        return _install(request, tier, key, reservation.block), None
-    finally:
-        with contextlib.suppress(Exception):  # the lease expires by itself
-            tier.release(keys=[lease], args=[token])
-
-
-def _refill_ahead(request: _Request, tier: clients.Tier, key: str, lease: str) -> None:
-    """The refill Redis asked for with a block in hand: its failure costs that block nothing, it is only logged."""
-    global _skip_until
-    try:
-        _refill(request, tier, key, lease, urgent=False)
-    except Exception as exc:  # noqa: BLE001 - the next TAKE that finds Redis empty refills, or fails, itself
-        if type(exc).__module__.startswith("redis"):
-            _skip_until = time.monotonic() + request.config.retry_after
-        logger.warning("Sequence %r: reserving the next super-segment for Redis failed: %s", request.name, exc)
-
-
 def _install(request: _Request, tier: clients.Tier, key: str, block: Block) -> bool:
     """INSTALL the super-segment, once; no clear answer abandons it (a gap) before the error goes on.
 
@@ -231,13 +297,13 @@ def _install(request: _Request, tier: clients.Tier, key: str, block: Block) -> b
         raise
     code = int(reply[0])
     if code == 1 and len(reply) > 1:
-        request.result.redis_fenced += 1
+        request.figures.fenced += 1
         logger.warning(
             "Sequence %r: Redis held a state made by another server process or history (%s): replaced.",
             request.name, _text(reply[1])[:12],
         )  # fmt: skip
     if code in (1, 2, 3):
-        request.result.redis_refills += int(code != 3)
+        request.figures.refills += int(code != 3)
         return True
     if code == 0:
         top = int(_text(reply[1])) - BIGINT_OFFSET
@@ -269,21 +335,8 @@ def _skipped(reservation: Allocation) -> bool:
 def _retire(request: _Request, tier: clients.Tier, key: str, floor: int, why: str) -> None:
     """Empty the row's state in Redis and refuse any super-segment at or below `floor` there from now on."""
     tier.retire(keys=[key], args=[pad(floor)])
-    request.result.redis_fenced += 1
+    request.figures.fenced += 1
     logger.warning("Sequence %r: the Redis state was emptied (its unused numbers are a gap): %s.", request.name, why)
-
-
-def _keep_off_redis(request: _Request, reservation: Allocation) -> bool:
-    """A block taken inside the caller's transaction (it may roll back), or a cycling row, never goes to Redis."""
-    row, key = reservation.row, (request.alias, request.name)
-    if row is not None:
-        _caps[key] = max(1, (row.max_value - row.min_value + 1) // 64)
-        _steps[key] = row.step
-        if row.cycle:
-            _refused.add(key)
-            logger.warning("Sequence %r cycles: it takes its blocks from the table, not from Redis.", request.name)
-            return True
-    return reservation.provisional
 
 
 def _lease_seconds() -> float:
@@ -291,74 +344,37 @@ def _lease_seconds() -> float:
     return 2 * float(app_settings()["LOCK_TIMEOUT"]) + 1
 
 
-def _super_size(request: _Request) -> int:
-    """SUPER_STEP (or the row's SUPER_STEPS entry), at most a 64th of the row's limits.
-
-    Until this process has seen the row's limits, MAX_BLOCK: a four-digit daily row must not lend its
-    whole day to Redis at its first refill, where a fault would cost all of it.
-    """
-    size = request.config.super_size(request.name)
-    cap = _caps.get((request.alias, request.name))
-    return min(size, request.config.max_block if cap is None else cap)
-
-
 def _abandon(request: _Request, block: Block, why: str) -> None:
-    request.result.redis_abandoned += 1
+    request.figures.abandoned += 1
     logger.warning(
         "Sequence %r: super-segment %d to %d abandoned, never offered again (a gap): %s.",
         request.name, block.first, block.last, why,
     )  # fmt: skip
 
 
-def _after_error(request: _Request, error: Exception) -> Allocation:
-    """Redis failed: leave it alone for RETRY_AFTER seconds and take the block from the table (FALLBACK)."""
-    global _skip_until
-    config = request.config
-    _skip_until = time.monotonic() + config.retry_after
-    if not config.fallback:
-        raise SequenceRedisUnavailable(request.name, request.alias, error, config.retry_after) from error
-    logger.warning(
-        "Sequence %r: Redis failed (%s): blocks come from the table for %g s.", request.name, error, config.retry_after
-    )
-    return _from_table(request)
-
-
-def _from_table(request: _Request) -> Allocation:
-    """Today's path, counted as a fallback; never a larger block than a super-segment."""
-    prefer = min(request.prefer, _super_size(request))
-    allocation = loop.allocate(
-        request.alias, request.name, request.wanted, prefer=prefer, create=request.create, background=request.background
-    )
-    request.result.redis_fallbacks += 1
-    return _merged(allocation, request.result)
-
-
-def _add_costs(result: RedisAllocation, allocation: Allocation) -> None:
+def _add_costs(result: Allocation, allocation: Allocation) -> None:
     result.retries += allocation.retries
     result.failures += allocation.failures
     result.busy += allocation.busy
     result.round_trips += allocation.round_trips
 
 
-def _merged(allocation: Allocation, result: RedisAllocation) -> RedisAllocation:
-    """The table's allocation with the tier's counters (and the costs of any reservation made before it)."""
-    merged = RedisAllocation(**{spec.name: getattr(allocation, spec.name) for spec in fields(Allocation)})
-    _add_costs(merged, result)
-    for name in ("redis_takes", "redis_refills", "redis_fenced", "redis_abandoned", "redis_fallbacks"):
-        setattr(merged, name, getattr(result, name))
-    return merged
+def _merged(allocation: Allocation, result: Allocation) -> Allocation:
+    """The table's allocation with the tier's figures (and the costs of any reservation made before it)."""
+    _add_costs(allocation, result)
+    allocation.tier = result.tier
+    return allocation
+
+
+redis_source = RedisSource(TableSource())
+os.register_at_fork(after_in_child=redis_source.learned.reset)
 
 
 @receiver(setting_changed)
 def _forget(*, setting: str, **kwargs: Any) -> None:
     """New settings may name another server: what this process learned of the old one no longer holds."""
-    global _skip_until
     if setting in (SETTING_NAME, "CACHES"):
-        _skip_until = 0.0
-        _stalled.clear()
-        _refused.clear()
-        _caps.clear()
-        _steps.clear()
+        redis_source.learned.reset()
 
 
 def _text(value: Any) -> str:

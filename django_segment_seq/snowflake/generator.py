@@ -35,6 +35,7 @@ from django_segment_seq.snowflake.exceptions import (
     WorkerLeaseExpired,
 )
 from django_segment_seq.snowflake.layouts import Layout, get_layout
+from django_segment_seq.snowflake.renewer import Renewer
 
 logger = logging.getLogger("django_segment_seq.snowflake")
 
@@ -49,8 +50,6 @@ ISSUE_SHARE = 0.75
 RENEW_SHARE = 1 / 6
 # After a failed attempt to take a lease, callers get the same error without a new round trip for this long.
 RETRY_PAUSE = 1.0
-# Shortest pause between two renewal rounds of the background thread.
-MIN_RENEW_PAUSE = 0.2
 
 
 # False on a free-threaded interpreter, where a shared iterator's next() is not atomic.
@@ -277,66 +276,7 @@ class Generator:
             leases.release(lease, max(lease.floor_ms, last_ms))
 
 
-class _Renewer:
-    """The process's one background thread that renews every generator's lease."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._interval = math.inf
-        self.paused = False
-
-    def ensure_running(self, interval: float) -> None:
-        with self._lock:
-            self._interval = min(self._interval, interval)
-            if self._thread is not None or self.paused:
-                return
-            self._stop = threading.Event()
-            self._wake = threading.Event()
-            self._thread = threading.Thread(
-                target=self._run, args=(self._stop, self._wake), name="snowflake-leases", daemon=True
-            )
-            self._thread.start()
-
-    def wake(self) -> None:
-        """Renew now rather than at the next interval (a caller was refused)."""
-        self._wake.set()
-
-    def _run(self, stop: threading.Event, wake: threading.Event) -> None:
-        while not stop.is_set():
-            wake.wait(self._interval)
-            wake.clear()
-            if stop.is_set():
-                return
-            for generator in list(_generators.values()):
-                try:
-                    generator.renew_in_background()
-                except Exception:
-                    logger.exception("Snowflake lease renewal failed")
-            stop.wait(min(MIN_RENEW_PAUSE, self._interval))  # refused callers wake it often; the database is spared
-
-    def stop(self, pause: bool = True) -> None:
-        with self._lock:
-            self.paused = pause
-            thread, self._thread = self._thread, None
-            self._stop.set()
-            self._wake.set()
-            self._interval = math.inf
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(2)
-
-    def after_fork(self) -> None:
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread = None
-        self._interval = math.inf
-        self.paused = False
-
-
-_renewer = _Renewer()
+_renewer = Renewer(lambda: [generator.renew_in_background for generator in list(_generators.values())])
 _generators: dict[str, Generator] = {}
 _registry_lock = threading.Lock()
 

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
@@ -63,14 +64,14 @@ def test_next_ranges_come_from_the_background():
 def test_failed_background_fetch_is_recovered_in_the_foreground(monkeypatch):
     Sequence.objects.create(name="s", step=50)
     assert next_value("s") == 1
-    real = cache.allocate
+    real = cache.ranges.source.allocate
 
     def fails_in_background(*args, **kwargs):
         if kwargs.get("create") is False:
             raise SequenceUnavailable("s", ALIAS, 1, OperationalError("gone"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cache, "allocate", fails_in_background)
+    monkeypatch.setattr(cache.ranges, "source", SimpleNamespace(allocate=fails_in_background))
     got = [1] + [next_value("s") for _ in range(120)]
     wait_for_prefetch()
     figures = stats("s")
@@ -78,7 +79,7 @@ def test_failed_background_fetch_is_recovered_in_the_foreground(monkeypatch):
     assert figures.foreground_fetches >= 2  # the range after the failure was fetched by a caller
     assert_unique(got, 121)
     assert got == sorted(got)
-    monkeypatch.setattr(cache, "allocate", real)
+    monkeypatch.setattr(cache.ranges, "source", SimpleNamespace(allocate=real))
     more = [next_value("s") for _ in range(200)]
     wait_for_prefetch()
     assert stats("s").background_fetches >= 1  # prefetch works again: it never stays stuck
@@ -93,7 +94,7 @@ def test_background_error_surfaces_in_the_caller_that_runs_out(monkeypatch):
     def always_fails(*args, **kwargs):
         raise SequenceUnavailable("s", ALIAS, 5, OperationalError("down"))
 
-    monkeypatch.setattr(cache, "allocate", always_fails)
+    monkeypatch.setattr(cache.ranges, "source", SimpleNamespace(allocate=always_fails))
     with pytest.raises(SequenceUnavailable, match="down"):
         for _ in range(25):
             next_value("s")
@@ -136,7 +137,7 @@ def test_no_background_fetch_on_a_shared_sqlite_file():
 def test_fork_during_prefetch_hands_out_no_duplicates(monkeypatch, tmp_path, in_flight):
     """Children forked while a prefetch is running (or done and unused) never see the parent's blocks."""
     Sequence.objects.create(name="f", step=100)
-    real = cache.allocate
+    real = cache.ranges.source.allocate
     started = threading.Event()
 
     def slow_background(*args, **kwargs):
@@ -145,7 +146,7 @@ def test_fork_during_prefetch_hands_out_no_duplicates(monkeypatch, tmp_path, in_
             time.sleep(0.5)  # the block is taken after the fork, while children run
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cache, "allocate", slow_background)
+    monkeypatch.setattr(cache.ranges, "source", SimpleNamespace(allocate=slow_background))
     parent = [next_value("f") for _ in range(30)]  # past the prefetch point
     if in_flight:
         assert started.wait(10)
@@ -188,14 +189,14 @@ def test_exit_with_a_prefetch_in_flight_is_clean(transactional_db):
     """The prefetch thread never holds up interpreter exit, even in the middle of a fetch."""
     Sequence.objects.create(name="x", step=10)
     script = (
-        "import django, time; django.setup()\n"
+        "import django, time, types; django.setup()\n"
         "from django_segment_seq import next_value\n"
         "from django_segment_seq.cache import range_cache as cache\n"
-        "real = cache.allocate\n"
+        "real = cache.ranges.source.allocate\n"
         "def slow(*a, **k):\n"
         "    if k.get('create') is False: time.sleep(30)\n"
         "    return real(*a, **k)\n"
-        "cache.allocate = slow\n"
+        "cache.ranges.source = types.SimpleNamespace(allocate=slow)\n"
         "print(sum(next_value('x') for _ in range(5)))\n"
     )
     started = time.monotonic()

@@ -2,6 +2,7 @@
 
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
@@ -44,7 +45,7 @@ def test_a_caller_does_not_wait_forever_for_a_stuck_background_fetch(monkeypatch
     """
     Sequence.objects.create(name="s", step=10)
     release = threading.Event()
-    real = cache.allocate
+    real = cache.ranges.source.allocate
 
     def stuck_in_background(*args, **kwargs):
         if threading.current_thread() is not caller:
@@ -64,7 +65,7 @@ def test_a_caller_does_not_wait_forever_for_a_stuck_background_fetch(monkeypatch
         finally:
             connections.close_all()  # this thread's own connections, if it opened any
 
-    monkeypatch.setattr(cache, "allocate", stuck_in_background)
+    monkeypatch.setattr(cache.ranges, "source", SimpleNamespace(allocate=stuck_in_background))
     caller = threading.Thread(target=take, daemon=True)
     started = time.monotonic()
     caller.start()

@@ -10,10 +10,13 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from django_segment_seq.cache.sources import tiered
 from django_segment_seq.models import Sequence
 from django_segment_seq.redistier.config import tier_config
-from django_segment_seq.redistier.source import allocate, state_keys
+from django_segment_seq.redistier.source import state_keys
 from tests.redis.conftest import tier
+
+allocate = tiered.allocate  # the cache's source: Redis for rows on the tier, else the table
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

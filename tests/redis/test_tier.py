@@ -6,11 +6,14 @@ import pytest
 
 from django_segment_seq import next_value, next_values, sequence_stats
 from django_segment_seq.api import clear_cache
+from django_segment_seq.cache.sources import tiered
 from django_segment_seq.models import Sequence
 from django_segment_seq.redistier.config import tier_config
-from django_segment_seq.redistier.source import allocate, state_keys
+from django_segment_seq.redistier.source import state_keys
 from tests.conftest import assert_unique
 from tests.redis.conftest import tier
+
+allocate = tiered.allocate  # the cache's source: Redis for rows on the tier, else the table
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -110,15 +113,15 @@ def test_a_block_taken_in_the_callers_transaction_never_goes_to_redis(settings, 
 
 def test_two_deployments_sharing_one_redis_use_their_own_keys(settings, redis_server):
     """The key names the deployment (the database), not only KEY_PREFIX: another database, other keys."""
-    from django_segment_seq.redistier import identity
+    from django_segment_seq.redistier import deployment_id
 
     settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
     mine = key_of("r9")
-    identity._known["default"] = "000000000000"  # as another deployment's processes name it
+    deployment_id._known["default"] = "000000000000"  # as another deployment's processes name it
     try:
         assert key_of("r9") != mine
     finally:
-        identity._known.clear()
+        deployment_id._known.clear()
 
 
 def test_numbers_above_2_to_the_53_stay_exact(settings, redis_server):

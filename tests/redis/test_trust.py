@@ -16,13 +16,16 @@ from django.db import connections
 from django_segment_seq import models as app_models
 from django_segment_seq import next_value, next_values
 from django_segment_seq.api import clear_cache
+from django_segment_seq.cache.sources import tiered
 from django_segment_seq.models import Sequence
 from django_segment_seq.redistier import clients
 from django_segment_seq.redistier.config import tier_config
-from django_segment_seq.redistier.source import allocate, state_keys
+from django_segment_seq.redistier.source import state_keys
 from tests.conftest import assert_unique
 from tests.redis.conftest import tier
 from tests.support.redis_servers import Forwarder, RedisServer, start_cluster
+
+allocate = tiered.allocate  # the cache's source: Redis for rows on the tier, else the table
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -181,17 +184,17 @@ def test_two_deployments_that_look_alike_keep_their_own_super_segments(settings,
 
 def test_a_database_copied_to_another_server_mints_a_new_identity(settings, redis_server, caplog):
     """The stored identity's origin names another server: this database is a copy, its keys must be its own."""
-    from django_segment_seq.redistier import identity
+    from django_segment_seq.redistier import deployment_id
 
     use_tier(settings, redis_server.url)
     take("r2", 5)
-    first = identity.deployment("default")
+    first = deployment_id.deployment("default")
     app_models.Deployment.objects.update(origin="0" * 16)  # as if minted on the server it was copied from
     clear_cache()
-    assert identity.deployment("default") != first
+    assert deployment_id.deployment("default") != first
     assert "this database is a copy" in caplog.text
     call_command("segment_seq", "redis-identity", "--renew")
-    assert identity.deployment("default") not in (first, "")
+    assert deployment_id.deployment("default") not in (first, "")
     assert_unique([*take("r2", 15), 1, 2, 3, 4, 5])
 
 

@@ -16,9 +16,9 @@ from django_segment_seq.management.subcommands.base import Subcommand, global_op
 
 # The subcommands in the order `segment_seq --help` lists them: the dotted path of each one's Subcommand class.
 SUBCOMMANDS = (
-    "django_segment_seq.management.subcommands.listing.ListSequences",
+    "django_segment_seq.management.subcommands.list_.ListSequences",
     "django_segment_seq.management.subcommands.show.ShowSequence",
-    "django_segment_seq.management.subcommands.tune.SetSequence",
+    "django_segment_seq.management.subcommands.set_.SetSequence",
     "django_segment_seq.management.subcommands.sync.Sync",
     "django_segment_seq.management.subcommands.backfill.Backfill",
     "django_segment_seq.management.subcommands.gaps.Gaps",

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from django_segment_seq.management.subcommands.base import Subcommand
-from django_segment_seq.redistier import identity
+from django_segment_seq.redistier import deployment_id
 
 
 class RedisIdentity(Subcommand):
@@ -27,9 +27,9 @@ class RedisIdentity(Subcommand):
     def handle(self, *, renew: bool, database: str | None = None, **options: Any) -> None:
         alias = self.database(database)
         if not renew:
-            self.stdout.write(f"Redis identity of database {alias!r}: {identity.deployment(alias)}")
+            self.stdout.write(f"Redis identity of database {alias!r}: {deployment_id.deployment(alias)}")
             return
-        old, new = identity.renew(alias)
+        old, new = deployment_id.renew(alias)
         self.stdout.write(
             f"Redis identity of database {alias!r}: {new} (was {old}). Processes running now keep the old one until "
             "they restart: renew before the copy's app starts."
