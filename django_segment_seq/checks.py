@@ -131,7 +131,7 @@ def _check_standbys(configured: dict[str, Any]) -> list[checks.CheckMessage]:
             f"{SETTING_NAME}['STANDBYS'][{alias!r}] is {count!r}: STANDBYS maps aliases of PostgreSQL databases "
             "to the number (0 or more) of standbys that must confirm the primary's writes.",
             hint='For example {"default": 1}; {"default": 0} for a primary run alone on purpose.',
-            id="django_segment_seq.E054",
+            id="django_segment_seq.E055",
         )
         for alias, count in standbys.items()
         if alias not in settings.DATABASES

@@ -64,13 +64,13 @@ def test_a_wrong_servers_entry_is_named(servers, said):
 @pytest.mark.parametrize("standbys", [{"nowhere": 1}, {"default": -1}, {"default": "1"}, {"default": True}])
 def test_a_wrong_standbys_entry_is_refused(standbys, backend):
     with override_settings(SEGMENT_SEQ={"STANDBYS": standbys}):
-        assert "django_segment_seq.E054" in [message.id for message in check_settings()]
+        assert "django_segment_seq.E055" in [message.id for message in check_settings()]
 
 
 def test_a_standbys_entry_is_accepted_for_a_postgresql_database_only(backend):
     with override_settings(SEGMENT_SEQ={"STANDBYS": {"default": 1}}):
         found = [message.id for message in check_settings()]
-    assert ("django_segment_seq.E054" in found) == (backend != "postgres")
+    assert ("django_segment_seq.E055" in found) == (backend != "postgres")
 
 
 @pytest.mark.django_db
