@@ -253,7 +253,9 @@ def ours(scope: Scope) -> Target | None:
     except UnicodeDecodeError:
         return None
     path_info = scope["path"].removeprefix(get_script_prefix(scope)) or "/"
-    return target_at(settings.ROOT_URLCONF, path_info)
+    # A project's own settings module, as django-stubs' plugin reads it, need not declare ROOT_URLCONF.
+    urlconf: str = settings.ROOT_URLCONF  # type: ignore[misc,unused-ignore]
+    return target_at(urlconf, path_info)
 
 
 def in_front_of(django_application: ASGIApp) -> ASGIApp:
