@@ -4,10 +4,12 @@ Run as `python -m tests.support.failover_worker MODE HOSTS PORTS DATABASE OUT ST
 creates the app's tables and the SEQUENCES rows (through the ORM, as a project makes them); `check` prints the ids
 of what `check --database default` reports, with a gapless field declared when SEGMENT_SEQ_TEST_GAPLESS is set;
 `take` (numbers of the sequence SEGMENT_SEQ_TEST_SEQUENCE) and `snowflake` (Snowflake ids) write {"numbers":
-[...], "errors": {name: count}, "longest_pause": s, "marked": n} to OUT. A taker set up touches OUT.ready, then
-waits for the file SEGMENT_SEQ_TEST_GO if one is named, so its start is the test's to choose; "marked" is how many
-numbers it had when the file SEGMENT_SEQ_TEST_MARK appeared (the test's crash of the primary), or None. With
-SEGMENT_SEQ_TEST_NO_ROW_MEMORY set, a taker keeps no memory of what it wrote to the rows, as a process restarted.
+[...], "errors": {name: count}, "messages": {name: first message}, "longest_pause": s, "marked": n} to OUT.
+A taker set up touches OUT.ready, then waits for the file SEGMENT_SEQ_TEST_GO if one is named, so its start is the
+test's to choose; "marked" is how many numbers it had when the file SEGMENT_SEQ_TEST_MARK appeared (the test's crash
+of the primary), or None; once it has handed out more than STEP numbers after that (a range of the new primary), it
+touches OUT.went_on. With SEGMENT_SEQ_TEST_NO_ROW_MEMORY set, a taker keeps no memory of what it wrote to the rows,
+as a process restarted.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import os
 import sys
 import time
 
-# The sequences a failover test takes numbers of, each with a step of 10: many ranges, so the lost ones are many too.
+# The sequences a failover test takes numbers of, each with a step of STEP: many ranges, so the lost ones are many too.
 SEQUENCES = ("used", "fresh")
+STEP = 10
 
 
 def configure_django(database: dict[str, object], segment_seq: dict[str, object]) -> None:
@@ -85,30 +88,37 @@ def take(out: str, stop: str, snowflake: bool = False) -> None:
         time.sleep(0.005)
     numbers: list[int] = []
     errors: collections.Counter[str] = collections.Counter()
+    messages: dict[str, str] = {}  # the first message of each kind of error, for a failing test to show
     marked: int | None = None
     last = time.monotonic()
     longest = 0.0
+    went_on = False
     while not os.path.exists(stop):
         if marked is None and mark and os.path.exists(mark):
             marked = len(numbers)
+        if not went_on and marked is not None and len(numbers) - marked > STEP:
+            open(out + ".went_on", "w").close()
+            went_on = True
         if forget:
             seen.forget()
         try:
             numbers.append(next_snowflake() if snowflake else next_value(name))
         except Exception as exc:  # noqa: BLE001 - every kind is counted: the test allows SequenceUnavailable only
             errors[type(exc).__name__] += 1
+            messages.setdefault(type(exc).__name__, str(exc)[:500])
             continue
         now = time.monotonic()
         longest, last = max(longest, now - last), now
     with open(out, "w") as fh:
-        json.dump({"numbers": numbers, "errors": dict(errors), "longest_pause": longest, "marked": marked}, fh)
+        json.dump({"numbers": numbers, "errors": dict(errors), "longest_pause": longest, "marked": marked,
+                   "messages": messages}, fh)
 
 
 def create_sequences() -> None:
     from django_segment_seq.models import Sequence
 
     for name in SEQUENCES:
-        Sequence.objects.create(name=name, step=10)
+        Sequence.objects.create(name=name, step=STEP)
 
 
 if __name__ == "__main__":
