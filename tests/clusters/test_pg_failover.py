@@ -172,8 +172,6 @@ class Failover:
     errors: dict[str, int]
     longest_pause: float
     per_second: float
-    # The first message of each kind of error, from whichever worker saw it first.
-    messages: dict[str, str] = field(default_factory=dict)
     # Numbers each worker handed out after the crash: more than STEP means it took a range on the new primary.
     went_on: list[int]
     promotion: float = 0.0
@@ -181,6 +179,8 @@ class Failover:
     # handed out that the standby never received (None without a crash).
     behind: int | None = None
     lost: dict[str, int] = field(default_factory=dict)
+    # The first message of each kind of error, from whichever worker saw it first.
+    messages: dict[str, str] = field(default_factory=dict)
 
     @property
     def repeats(self) -> int:
