@@ -16,6 +16,7 @@ from django_segment_seq.api import next_values
 from django_segment_seq.db.columns import column_of, concrete_field, in_composite_key
 from django_segment_seq.db.statements import fill_if_empty
 from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.labels import sequence_field
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow.parsing import UnparseableFormat
 from django_segment_seq.flow.scopes import bulk_groups
@@ -26,7 +27,6 @@ from django_segment_seq.sync import (
     empty_values,
     row_target,
     scope_fields,
-    sequence_field,
     sync_rows,
 )
 

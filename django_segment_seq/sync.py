@@ -19,6 +19,7 @@ from django_segment_seq.db.rownames import row_name
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.labels import sequence_field
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow import formats as formatting
 from django_segment_seq.flow.derived import ensure_row
@@ -55,19 +56,8 @@ class SyncResult:
         return self.before != self.after
 
 
-def sequence_field(model: type[models.Model], field_name: str) -> SequenceFieldBase:
-    """The SequenceField `field_name` of `model`; ValueError naming the model when it is missing or another kind."""
-    try:
-        field = model._meta.get_field(field_name)
-    except Exception:  # noqa: BLE001 - FieldDoesNotExist, reported with the model's name
-        raise ValueError(f"{model._meta.label} has no field {field_name!r}.") from None
-    if not isinstance(field, SequenceFieldBase):
-        raise ValueError(f"{model._meta.label}.{field_name} is a {type(field).__name__}, not a SequenceField.")
-    return field
-
-
 def unscoped_field(model: type[models.Model], field_name: str) -> SequenceFieldBase:
-    """sequence_field() for sync, which moves one row per column, not one per scope."""
+    """fields.labels.sequence_field() for sync, which moves one row per column, not one per scope."""
 
     field = sequence_field(model, field_name)
     names = scope_names(field.scope)

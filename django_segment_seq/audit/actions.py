@@ -16,11 +16,11 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from django_segment_seq.audit.exceptions import VoidError
-from django_segment_seq.audit.labels import label_of
 from django_segment_seq.audit.models import VoidedNumber
 from django_segment_seq.audit.void import void
 from django_segment_seq.exceptions import SequenceError
 from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.labels import label_of
 from django_segment_seq.sync import scope_fields
 
 if TYPE_CHECKING:

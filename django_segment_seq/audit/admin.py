@@ -18,12 +18,12 @@ from django.utils.text import Truncator
 from django.utils.translation import gettext_lazy as _
 
 from django_segment_seq.audit.exceptions import UnreadableNumber, VoidError
-from django_segment_seq.audit.labels import sequence_field_labels
 from django_segment_seq.audit.models import VoidedNumber
 from django_segment_seq.audit.void import void
 from django_segment_seq.db.rownames import shown
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceScopeError
+from django_segment_seq.fields.labels import sequence_field_labels
 
 if TYPE_CHECKING:
     _VoidFormBase = forms.ModelForm[VoidedNumber]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django_segment_seq.fields.labels import UnknownFieldLabel
+
 __all__ = [
     "AlreadyVoided",
     "EmptyReason",
@@ -18,8 +20,9 @@ class VoidError(ValueError):
     """Base class of the register's errors; nothing was recorded."""
 
 
-class UnknownField(VoidError):
-    """The label names no model field, or a field that is not a SequenceField."""
+class UnknownField(VoidError, UnknownFieldLabel):
+    """The label names no model field, or a field that is not a SequenceField (fields.labels' error, as the
+    register raises it)."""
 
 
 class EmptyReason(VoidError):

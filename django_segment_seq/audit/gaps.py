@@ -17,7 +17,7 @@ from django.db import connections, models, router
 from django.db.models import Count, F, Max, Min, Q, Window
 from django.db.models.functions import Lead
 
-from django_segment_seq.audit.labels import field_of, label_of
+from django_segment_seq.audit.exceptions import UnknownField
 from django_segment_seq.audit.models import VoidedNumber
 from django_segment_seq.audit.ranges import Span, VoidedSpan, missing_between, split
 from django_segment_seq.audit.texts import TextReader
@@ -25,6 +25,7 @@ from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import shown
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.labels import field_of, label_of
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow.scopes import scope_key
 from django_segment_seq.sync import empty_values, scope_fields
@@ -112,7 +113,7 @@ def gap_report(
     ValueError for a period of a field without reset, a scope of an unscoped one, a period or scope that names
     no series with numbers stored, or an unknown database alias.
     """
-    model, seq_field = field_of(field_label)
+    model, seq_field = field_of(field_label, UnknownField)
     label = label_of(model, seq_field)
     if using is not None and using not in connections:
         raise ValueError(f"{label}: using={using!r} is not a database of DATABASES.")

@@ -17,9 +17,9 @@ from django_segment_seq.audit.exceptions import (
     InvalidVoidOption,
     NeverHandedOut,
     OtherSeries,
+    UnknownField,
     UnreadableNumber,
 )
-from django_segment_seq.audit.labels import field_of, label_of
 from django_segment_seq.audit.models import VoidedNumber
 from django_segment_seq.audit.texts import TextReader
 from django_segment_seq.db.routing import sequence_database
@@ -27,6 +27,7 @@ from django_segment_seq.db.rownames import PAIR_SEPARATOR, row_name
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.labels import field_of, label_of
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow import formats as formatting
 from django_segment_seq.flow.parsing import FormatParser, UnparseableFormat
@@ -58,7 +59,7 @@ def void(
     """
     if not isinstance(reason, str) or not reason.strip():
         raise EmptyReason(f"{field_label}: give the reason {number_or_text!r} was not used.")
-    model, field = field_of(field_label)
+    model, field = field_of(field_label, UnknownField)
     label = label_of(model, field)
     _check_options(label, user, using)
     number, text, period = _read(field, number_or_text, period)

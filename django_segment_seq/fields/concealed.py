@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.apps import apps
 from django.core.management.base import CommandError
 
 from django_segment_seq.exceptions import ConcealKeyChanged
-from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.labels import sequence_fields
 from django_segment_seq.flow import key_ledger
 
 
 def concealed_formats() -> list[tuple[str, str]]:
     """(sequence name, format) of every field of an installed model that conceals its numbers."""
-    found = []
-    for model in apps.get_models():
-        for field in model._meta.local_fields:
-            if isinstance(field, SequenceFieldBase) and field.flow is not None and field.flow.concealment is not None:
-                found.append((field.sequence_name, str(field.flow.source)))
-    return found
+    return [
+        (field.sequence_name, str(field.flow.source))
+        for _model, field in sequence_fields()
+        if field.flow is not None and field.flow.concealment is not None
+    ]
 
 
 def record_at_migrate(using: str, **kwargs: Any) -> None:

@@ -7,8 +7,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 
 from django_segment_seq.api import anext_values, next_values
-from django_segment_seq.audit.exceptions import UnknownField
-from django_segment_seq.audit.labels import field_of
+from django_segment_seq.fields.labels import UnknownFieldLabel, field_of
 from django_segment_seq.service.requests import FIELD, SEQUENCE, BadRequest, Target
 from django_segment_seq.snowflake.generator import next_snowflake
 from django_segment_seq.snowflake.layouts import get_layout
@@ -35,7 +34,7 @@ def field_texts(label: str, count: int) -> dict[str, Any]:
     """`count` values of a field, rendered as the field renders them at save, for an empty record."""
     try:
         model, field = field_of(label)
-    except UnknownField as exc:
+    except UnknownFieldLabel as exc:
         raise NotFound(str(exc)) from None
     if field.scope is not None or field.gapless:
         kind = "scoped" if field.scope is not None else "gapless"

@@ -8,14 +8,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.apps import apps
 from django.db import connections
 from django.db.models import F
 
 from django_segment_seq.cache.range_cache import ranges
 from django_segment_seq.db.rownames import DERIVED_MARK
 from django_segment_seq.db.table import Sequence
-from django_segment_seq.fields.base import SequenceFieldBase
+from django_segment_seq.fields.labels import sequence_fields
 from django_segment_seq.service.models import Client
 from django_segment_seq.service.tokens import folded
 
@@ -73,12 +72,10 @@ declared: dict[str, dict[str, str]] = {}
 
 def fields_rows(alias: str) -> dict[str, str]:
     found: dict[str, str] = {}
-    for model in apps.get_models():
-        for field in model._meta.local_fields:
-            if isinstance(field, SequenceFieldBase):
-                kind = DERIVED if field.gapless or field.scope is not None or field.reset is not None else PLAIN
-                key = comparable(field.sequence_name, alias)
-                found[key] = DERIVED if found.get(key) == DERIVED else kind
+    for _model, field in sequence_fields():
+        kind = DERIVED if field.gapless or field.scope is not None or field.reset is not None else PLAIN
+        key = comparable(field.sequence_name, alias)
+        found[key] = DERIVED if found.get(key) == DERIVED else kind
     return found
 
 

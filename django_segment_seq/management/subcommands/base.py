@@ -12,10 +12,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 from django.db import models
 
-from django_segment_seq.audit.exceptions import UnknownField
-from django_segment_seq.audit.labels import model_and_name
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import validate_sequence_name
+from django_segment_seq.fields.labels import UnknownFieldLabel, model_and_name
 
 # --database, for subcommands that work on this app's Sequence table.
 SEQUENCE_TABLE_DATABASE = (
@@ -90,7 +89,7 @@ def resolve_field(label: str) -> tuple[type[models.Model], str]:
     """The model and field name of APP_LABEL.Model.field, or a CommandError saying what is wrong with it."""
     try:
         return model_and_name(label)
-    except UnknownField as exc:
+    except UnknownFieldLabel as exc:
         raise CommandError(str(exc)) from None
 
 
