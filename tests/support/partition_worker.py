@@ -8,8 +8,9 @@ makes them), `check` prints the ids of the system checks' messages, `take` write
 {"cached" or "gapless": s}, "after_mark": {row: n}, "after_marks": [{row: n}, ...], "last_at": {row: monotonic
 s}}. A taker touches OUT.ready once set up, and waits for the file SEGMENT_SEQ_TEST_GO; "after_marks" counts what
 it got per row after each file SEGMENT_SEQ_TEST_MARK names (os.pathsep between them) appeared, "after_mark" after
-the first (the standby's promotion, say). With SEGMENT_SEQ_TEST_RATE set, it takes at most that many numbers a
-second of each cached row, so what a side hands out in a given time does not swing with the machine's speed.
+the first (the standby's promotion, say); its first number of the plain row after that mark touches OUT.went_on.
+With SEGMENT_SEQ_TEST_RATE set, it takes at most that many numbers a second of each cached row, so what a side hands
+out in a given time does not swing with the machine's speed.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ def take(out: str, stop: str) -> None:
     longest = {"cached": 0.0, "gapless": 0.0}
     last_at: dict[str, float] = {}
     rounds = 0
+    went_on = False
     begun = time.monotonic()
     while not os.path.exists(stop):
         rounds += 1
@@ -97,6 +99,9 @@ def take(out: str, stop: str) -> None:
         for index, mark in enumerate(marks):
             if at_marks[index] is None and os.path.exists(mark):
                 at_marks[index] = {row: len(got) for row, got in numbers.items()}
+        if not went_on and at_marks and at_marks[0] is not None and len(numbers[PLAIN]) > at_marks[0][PLAIN]:
+            open(out + ".went_on", "w").close()  # a number of the plain row after the first mark: the test may go on
+            went_on = True
         for row in ROWS:
             if row == GAPLESS and rounds % GAPLESS_EVERY:
                 continue
