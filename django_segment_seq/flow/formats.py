@@ -5,17 +5,17 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
 from django_segment_seq.db.columns import BIGINT_MAX
-from django_segment_seq.db.rownames import KEY_MAX_LENGTH
 from django_segment_seq.flow.checkdigits import Algorithm, algorithm_named
 from django_segment_seq.flow.concealing import MAX_WIDTH, MIN_WIDTH, Concealment
 from django_segment_seq.flow.resets import Reset
+from django_segment_seq.flow.samples import dated_samples
 
 # The longest suffix a period adds to a sequence name ("@2026-11-22").
 
@@ -162,17 +162,6 @@ def width_cap(spec: str) -> int | None:
     return low
 
 
-def _sample_instants() -> list[datetime]:
-    """Noon of every day over fourteen months spanning a year end, in the project's time zone."""
-    zone = timezone.get_default_timezone() if settings.USE_TZ else UTC
-    start = datetime(2023, 12, 1, 12, 0, 0, 123456)
-    instants = []
-    for day in range(428):
-        naive = start + timedelta(days=day)
-        instants.append(timezone.make_aware(naive, zone) if settings.USE_TZ else naive)
-    return instants
-
-
 class FlowFormat:
     """A parsed format: a template string with {value}, {date} and {instance.attr}, or a callable.
 
@@ -314,21 +303,11 @@ class FlowFormat:
             self.literal_length + self.check_width + sum(len(format(max(top, 0), spec)) for spec in self.value_specs)
         )
         if self.date_specs or self.period_specs:
-            total += max(
-                sum(len(format(text, spec)) for text, spec in self._dated_parts(moment, reset))
-                for moment in _sample_instants()
-            )
+            samples = dated_samples(self.date_specs, self.period_specs, reset)
+            total += max(sum(len(text) for text in texts) for texts, _key in samples)
         widths = list(instance_widths or [])
         widths += [ASSUMED_INSTANCE_WIDTH] * (len(self.instance_paths) - len(widths))
         return total + sum(widths[: len(self.instance_paths)])
-
-    def _dated_parts(self, moment: datetime, reset: Reset | None) -> list[tuple[Any, str]]:
-        """(what, spec) of every {date} and {period} placeholder at `moment`, for widths and period checks."""
-        if reset is not None and reset.is_named:
-            key = reset.sample_key(moment)
-        else:
-            key = "0" * KEY_MAX_LENGTH if reset is not None and reset.is_callable else ""
-        return [(moment, spec) for spec in self.date_specs] + [(key, spec) for spec in self.period_specs]
 
     def default_max_length(self, reset: Reset | None = None) -> int:
         if self.is_callable:
@@ -354,9 +333,7 @@ class FlowFormat:
         if not self.date_specs and not self.period_specs:
             return f"it has neither {{date}} nor {{period}}, so every {reset.word} repeats the same texts"
         seen: dict[tuple[str, ...], str] = {}
-        for moment in _sample_instants():
-            text = tuple(format(what, spec) for what, spec in self._dated_parts(moment, reset))
-            key = reset.sample_key(moment)
+        for text, key in dated_samples(self.date_specs, self.period_specs, reset):
             if seen.setdefault(text, key) != key:
                 shown = "".join(text)
                 parts = (

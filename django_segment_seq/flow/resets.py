@@ -95,6 +95,11 @@ class Reset:
         return self.reset == "yearly" and self._start not in (None, 1)
 
     @property
+    def sample_start(self) -> int | None:
+        """The fiscal year's first month the checks' samples use: None when unset or refused."""
+        return self._start
+
+    @property
     def word(self) -> str:
         """What one period is called in messages: "day", "fiscal year", "period"."""
         if self.is_fiscal:
