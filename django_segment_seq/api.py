@@ -57,12 +57,21 @@ async def anext_value(sequence_name: str, *, using: str | None = None) -> int:
     return await sync_to_async(next_value, thread_sensitive=True)(sequence_name, using=using)
 
 
+def cached_values(sequence_name: str, count: int, *, using: str | None = None) -> range | None:
+    """`count` numbers from this process's cached range if it holds them now, else None: never waits or fetches.
+
+    For code on an event loop that can answer at once without awaiting anext_values().
+    """
+    if isinstance(count, int) and not isinstance(count, bool) and count >= 1:
+        return ranges.take_cached(using or fixed_alias() or sequence_database(), sequence_name, count)
+    return None
+
+
 async def anext_values(sequence_name: str, count: int, *, using: str | None = None) -> range:
     """next_values() for async code: from the cached range without leaving the event loop when it holds `count`."""
-    if isinstance(count, int) and not isinstance(count, bool) and count >= 1:
-        numbers = ranges.take_cached(using or fixed_alias() or sequence_database(), sequence_name, count)
-        if numbers is not None:
-            return numbers
+    numbers = cached_values(sequence_name, count, using=using)
+    if numbers is not None:
+        return numbers
     return await sync_to_async(next_values, thread_sensitive=True)(sequence_name, count, using=using)
 
 

@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from django.http import HttpRequest, JsonResponse
 
 from django_segment_seq.service.admission import Admission, admit
-from django_segment_seq.service.handout import atake
+from django_segment_seq.service.handout import atake, taken_at_once
 from django_segment_seq.service.metrics import count_request
 from django_segment_seq.service.outcomes import failed, handed_over
 from django_segment_seq.service.requests import Target
@@ -35,20 +35,21 @@ async def admit_on_thread(request: HttpRequest, target: Target) -> Admission:
     return await sync_to_async(admit, thread_sensitive=True)(request, target)
 
 
-async def exchange(target: Target, admitting: Admit, respond: Respond = JsonResponse) -> Answer:
+async def exchange(target: Target, admitting: Admit | Admission, respond: Respond = JsonResponse) -> Answer:
     """The answer to a request for numbers: the refusal, the numbers (logged and counted) or the failure, in JSON.
 
-    `admitting()` runs the request's admission (admit(), wherever the caller runs it); `respond` makes a 200.
+    `admitting()` runs the request's admission (admit(), wherever the caller runs it), or is the admission when
+    the caller has it already; `respond` makes a 200. A block the cached range holds is taken without an await.
     """
     caller = None
     try:
-        admission = await admitting()
+        admission = admitting if isinstance(admitting, Admission) else await admitting()
         caller = admission.caller
         if admission.refusal is not None:
             response: Answer = admission.refusal
         else:
             assert caller is not None
-            body = await atake(target, admission.count)
+            body = taken_at_once(target, admission.count) or await atake(target, admission.count)
             handed_over(caller, target, body)
             response = respond(body)
     except Exception as exc:  # noqa: BLE001 - every failure is answered in JSON (outcomes.failed)

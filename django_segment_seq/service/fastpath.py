@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from functools import lru_cache, partial
@@ -22,7 +23,7 @@ from django.urls import resolve
 
 from django_segment_seq.service import limits, usage, views
 from django_segment_seq.service.admission import Admission, admit
-from django_segment_seq.service.callers import Caller, bearer_token, known
+from django_segment_seq.service.callers import bearer_token, known
 from django_segment_seq.service.exchange import Answer, exchange
 from django_segment_seq.service.requests import Target
 from django_segment_seq.service.tokens import digest
@@ -39,6 +40,7 @@ BODY_LIMIT = 64 * 1024
 USAGE_AHEAD = 0.5
 VIEWS = (views.take_numbers, views.atake_numbers)
 JSON_HEADERS = (("Content-Type", "application/json"),)
+RAW_JSON_TYPE = (b"content-type", b"application/json")
 # Requests remembered with their admission (Remembered): bodies up to this long, this many at most.
 REMEMBERED_BODY = 256
 REMEMBERED_LIMIT = 10_000
@@ -46,21 +48,65 @@ DECIDING_HEADERS = frozenset({b"authorization", b"content-type"})
 # The query of a request without one (immutable, so every such request may share it): parsed once, not per request.
 NO_QUERY = QueryDict()
 ENCODER = DjangoJSONEncoder()
+Headers = tuple[tuple[bytes, bytes], ...]
+
+
+def json_encoding() -> Callable[[dict[str, Any]], str]:
+    """ENCODER.encode(), as JsonResponse encodes, for less: the standard library's C encoder made once with the same
+    default(), separators and options (encode() makes one per call); ENCODER.encode() itself where there is none.
+
+    It skips the check for circular references, which an answer's flat body of numbers and texts cannot hold.
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return ENCODER.encode
+    encoder = make(
+        None,
+        ENCODER.default,
+        json.encoder.encode_basestring_ascii,
+        ENCODER.indent,
+        ENCODER.key_separator,
+        ENCODER.item_separator,
+        ENCODER.sort_keys,
+        ENCODER.skipkeys,
+        ENCODER.allow_nan,
+    )
+    return lambda data: "".join(encoder(data, 0))
+
+
+encode = json_encoding()
 
 
 class JsonAnswer:
-    """A 200 as JsonResponse would send it (the same encoder and header), without building Django's response."""
+    """A 200 as JsonResponse would send it (the same encoding and header), without building Django's response."""
 
     status_code = 200
 
     def __init__(self, data: dict[str, Any]) -> None:
-        self.content = ENCODER.encode(data).encode()
+        self.content = encode(data).encode()
+        self.raw_headers = [RAW_JSON_TYPE, (b"content-length", b"%d" % len(self.content))]
 
     def items(self) -> tuple[tuple[str, str], ...]:
         return JSON_HEADERS
 
 
 @lru_cache(maxsize=4096)
+def target_of(root_path: str, path: str) -> Target | None:
+    """The target of a request's path (past its script prefix), looked up once per path until a setting changes."""
+    path_info = path.removeprefix(get_script_prefix({"root_path": root_path})) or "/"
+    # A project's own settings module, as django-stubs' plugin reads it, need not declare ROOT_URLCONF.
+    urlconf: str = settings.ROOT_URLCONF  # type: ignore[misc,unused-ignore]
+    return target_at(urlconf, path_info)
+
+
+def forget_targets(**kwargs: Any) -> None:
+    """Forget the paths' targets: a setting changed (the URLconf, the forced script name)."""
+    target_of.cache_clear()
+
+
+setting_changed.connect(forget_targets, dispatch_uid="segment_seq_service_fast_targets")
+
+
 def target_at(urlconf: str, path_info: str) -> Target | None:
     """The target of a path the project routes to the service's numbers views, by Django's own resolver; else None."""
     try:
@@ -119,22 +165,21 @@ class Remembered:
     """
 
     def __init__(self) -> None:
-        self.admitted: dict[tuple[Any, ...], tuple[Caller, int, str]] = {}
+        self.admitted: dict[tuple[Any, ...], tuple[Admission, str]] = {}
 
     @staticmethod
-    def key(scope: Scope, target: Target, body: bytes) -> tuple[Any, ...] | None:
-        """What admit() decides from; None for a body too long to keep."""
+    def key(scope: Scope, target: Target, body: bytes, deciding: Headers) -> tuple[Any, ...] | None:
+        """What admit() decides from (`deciding`: the headers it reads); None for a body too long to keep."""
         if len(body) > REMEMBERED_BODY:
             return None
-        headers = tuple(pair for pair in scope["headers"] if pair[0] in DECIDING_HEADERS)
-        return target, body, scope.get("query_string", b""), headers
+        return target, body, scope.get("query_string", b""), deciding
 
     def get(self, key: tuple[Any, ...]) -> Admission | None:
         """The remembered admission, while its caller is still the one its token's digest finds in memory."""
         found = self.admitted.get(key)
-        if found is None or known.get(found[2]) is not found[0] or usage.usage.due():
+        if found is None or known.get(found[1]) is not found[0].caller or usage.usage.due():
             return None
-        return Admission(found[0], found[1])
+        return found[0]
 
     def keep(self, key: tuple[Any, ...], request: HttpRequest, admission: Admission) -> None:
         """Remember an admission that let a client without a rate through; nothing else."""
@@ -144,7 +189,7 @@ class Remembered:
         if token:
             if len(self.admitted) >= REMEMBERED_LIMIT:
                 self.admitted.clear()
-            self.admitted[key] = (caller, admission.count, digest(token))
+            self.admitted[key] = (admission, digest(token))  # frozen: one object serves every request
 
     def forget(self, **kwargs: Any) -> None:
         """Forget every admission: a setting changed (the largest body, the URLconf)."""
@@ -155,12 +200,8 @@ remembered = Remembered()
 setting_changed.connect(remembered.forget, dispatch_uid="segment_seq_service_remembered")
 
 
-async def admit_fast(scope: Scope, body: bytes, target: Target) -> Admission:
-    """The admission of a request the fast path answers: remembered, or admit()'s, kept for next time."""
-    key = remembered.key(scope, target, body)
-    admission = remembered.get(key) if key is not None else None
-    if admission is not None:
-        return admission
+async def admit_new(scope: Scope, body: bytes, target: Target, key: tuple[Any, ...] | None) -> Admission:
+    """The admission of a request the fast path does not remember: admit()'s, kept for next time under `key`."""
     request = ASGIRequest(scope, BytesIO(body))
     if not scope.get("query_string"):
         request.GET = NO_QUERY
@@ -201,23 +242,25 @@ class UsageWriter:
 writer = UsageWriter()
 
 
-def fast_headers(scope: Scope) -> tuple[bool, int | None]:
-    """Whether the fast path may judge the caller, and the body's length (None: unknown or too long).
+def fast_headers(scope: Scope) -> tuple[bool, int | None, Headers]:
+    """Whether the fast path may judge the caller, the body's length (None: unknown or too long), and the headers
+    admit() decides from (Remembered's key), in one pass over the headers.
 
     It may when the request carries an Authorization header (judged by its token only) or no cookie (so no
     session): a session caller goes to Django, whose middleware knows the user.
     """
-    authorized, cookie, length = False, False, 0
+    authorized, cookie, length, deciding = False, False, 0, []
     for name, value in scope["headers"]:
-        if name == b"authorization":
-            authorized = True
+        if name in DECIDING_HEADERS:
+            deciding.append((name, value))
+            authorized = authorized or name == b"authorization"
         elif name == b"cookie":
             cookie = True
         elif name == b"content-length":
             length = int(value) if value.isdigit() and len(value) < 10 and length == 0 else -1
         elif name == b"transfer-encoding":
             length = -1
-    return authorized or not cookie, length if 0 <= length <= BODY_LIMIT else None
+    return authorized or not cookie, length if 0 <= length <= BODY_LIMIT else None, tuple(deciding)
 
 
 async def read_body(receive: Receive) -> bytes | None:
@@ -235,40 +278,47 @@ async def read_body(receive: Receive) -> bytes | None:
 async def send_answer(send: Send, answer: Answer) -> None:
     """The answer as ASGI messages, with its length, so the connection stays open for the next request."""
     body = answer.content
-    headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.items()]
-    headers.append((b"content-length", str(len(body)).encode()))
+    if isinstance(answer, JsonAnswer):
+        headers = answer.raw_headers
+    else:
+        headers = [(name.encode("latin-1"), value.encode("latin-1")) for name, value in answer.items()]
+        headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": answer.status_code, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-def ours(scope: Scope) -> Target | None:
-    """The target of a request the fast path answers; None for one it passes to Django."""
+def ours(scope: Scope) -> tuple[Target, Headers] | None:
+    """The target of a request the fast path answers, and the headers admit() decides from; None: Django's to answer."""
     if scope["type"] != "http" or scope["method"] != "POST":
         return None
-    judged, length = fast_headers(scope)
+    judged, length, deciding = fast_headers(scope)
     if not judged or length is None:
         return None
-    try:
-        scope.get("query_string", b"").decode()  # as ASGIRequest decodes it; Django answers a query it cannot
-    except UnicodeDecodeError:
-        return None
-    path_info = scope["path"].removeprefix(get_script_prefix(scope)) or "/"
-    # A project's own settings module, as django-stubs' plugin reads it, need not declare ROOT_URLCONF.
-    urlconf: str = settings.ROOT_URLCONF  # type: ignore[misc,unused-ignore]
-    return target_at(urlconf, path_info)
+    query = scope.get("query_string", b"")
+    if query:
+        try:
+            query.decode()  # as ASGIRequest decodes it; Django answers a query it cannot
+        except UnicodeDecodeError:
+            return None
+    target = target_of(scope.get("root_path", ""), scope["path"])
+    return None if target is None else (target, deciding)
 
 
 def in_front_of(django_application: ASGIApp) -> ASGIApp:
     """The project's ASGI application with the service's requests for numbers answered in front of it."""
 
     async def application(scope: Scope, receive: Receive, send: Send) -> None:
-        target = ours(scope)
-        if target is None:
+        found = ours(scope)
+        if found is None:
             return await django_application(scope, receive, send)
         body = await read_body(receive)
         if body is None:
             return None
-        await send_answer(send, await exchange(target, partial(admit_fast, scope, body, target), JsonAnswer))
+        target, deciding = found
+        key = remembered.key(scope, target, body, deciding)
+        admission = remembered.get(key) if key is not None else None
+        admitting = partial(admit_new, scope, body, target, key) if admission is None else admission
+        await send_answer(send, await exchange(target, admitting, JsonAnswer))
         if writer.due():
             await writer.write()
         return None

@@ -6,7 +6,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from django_segment_seq.api import anext_values, next_values
+from django_segment_seq.api import anext_values, cached_values, next_values
 from django_segment_seq.fields.labels import UnknownFieldLabel, field_of
 from django_segment_seq.service.requests import FIELD, SEQUENCE, BadRequest, Target
 from django_segment_seq.snowflake.generator import next_snowflake
@@ -63,6 +63,14 @@ def take(target: Target, count: int) -> dict[str, Any]:
     if target.kind == FIELD:
         return field_texts(target.name, count)
     return snowflakes(target.name, count)
+
+
+def taken_at_once(target: Target, count: int) -> dict[str, Any] | None:
+    """take() when the process's cached range holds the block (code on an event loop need not await); else None."""
+    if target.kind != SEQUENCE:
+        return None
+    numbers = cached_values(target.name, count)
+    return None if numbers is None else block(target.name, numbers)
 
 
 async def atake(target: Target, count: int) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from django.db import DatabaseError
 from django.http import HttpResponse, JsonResponse
 
 from django_segment_seq.exceptions import SequenceError, SequenceExhausted, SequenceNotFound, SequenceScopeError
-from django_segment_seq.service import answers
+from django_segment_seq.service import answers, loglines
 from django_segment_seq.service.callers import Caller
 from django_segment_seq.service.handout import NotFound, handed_out
 from django_segment_seq.service.metrics import count_request
@@ -68,7 +68,9 @@ def handed_over(caller: Caller, target: Target, body: dict[str, Any]) -> None:
     numbers, range_text = handed_out(body)
     if caller.client_id is not None:
         usage.note(caller.client_id, numbers)
-    logger.info("ID service: %s took %d of %s: %s", shown(caller.name), numbers, shown(target.scope_name), range_text)
+    if loglines.writes_info(logger):
+        name, scope_name = shown(caller.name), shown(target.scope_name)
+        loglines.info(logger, "ID service: %s took %d of %s: %s", name, numbers, scope_name, range_text)
     outage.served()
 
 
