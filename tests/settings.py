@@ -28,6 +28,8 @@ elif BACKEND == "mariadb":
     database["OPTIONS"] = {"charset": "utf8mb4"}
 else:
     database["TEST"] = {"NAME": TEST_NAME}
+    # Django's PostgreSQL backend with a cheaper flush between tests (tests/backends/postgresql/base.py).
+    database["ENGINE"] = "tests.backends.postgresql"
 
 # Worker processes started by the tests connect to the test database the parent created.
 if os.environ.get("SEGMENT_SEQ_TEST_DB_SOCKET"):
