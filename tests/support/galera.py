@@ -34,11 +34,12 @@ FORM_TIMEOUT = 90
 REJOIN_TIMEOUT = 60
 USER = "mysql"
 
+# A node's server configuration, on loopback here and at a namespace's address in the partition tests.
 CONFIG = """\
 [mysqld]
 datadir={datadir}
 port={port}
-bind-address=127.0.0.1
+bind-address={address}
 socket={dir}/sock
 pid-file={dir}/pid
 log-error={dir}/error.log
@@ -56,12 +57,12 @@ wsrep_on=ON
 wsrep_provider={provider}
 wsrep_cluster_name={cluster}
 wsrep_cluster_address=gcomm://{peers}
-wsrep_node_name=node{index}
-wsrep_node_address=127.0.0.1
-wsrep_node_incoming_address=127.0.0.1:{port}
-wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:{gmcast};ist.recv_addr=127.0.0.1:{ist};gcache.size=32M"
+wsrep_node_name={name}
+wsrep_node_address={address}
+wsrep_node_incoming_address={address}:{port}
+wsrep_provider_options="gmcast.listen_addr=tcp://{address}:{gmcast};ist.recv_addr={address}:{ist};gcache.size=32M"
 wsrep_sst_method=rsync
-wsrep_sst_receive_address=127.0.0.1:{sst}
+wsrep_sst_receive_address={address}:{sst}
 wsrep_slave_threads=2
 """
 
@@ -99,13 +100,14 @@ class Node:
         self.config.write_text(
             CONFIG.format(
                 datadir=self.datadir,
+                address="127.0.0.1",
                 port=self.port,
                 dir=self.dir,
                 user=USER,
                 provider=PROVIDER,
                 cluster=CLUSTER_NAME,
                 peers=",".join(f"127.0.0.1:{port}" for port in GMCAST_PORTS),
-                index=index,
+                name=f"node{index}",
                 gmcast=GMCAST_PORTS[index - 1],
                 ist=IST_PORTS[index - 1],
                 sst=SST_PORTS[index - 1],

@@ -13,41 +13,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.support.galera import CLUSTER_NAME, FORM_TIMEOUT, PROVIDER, USER
+from tests.support.galera import CLUSTER_NAME, CONFIG, FORM_TIMEOUT, PROVIDER, USER
 from tests.support.netns import Node
 
 PORT, GMCAST, IST, SST = 3306, 4567, 4568, 4444
-
-CONFIG = """\
-[mysqld]
-datadir={dir}/data
-port={port}
-bind-address={address}
-socket={dir}/sock
-pid-file={dir}/pid
-log-error={dir}/error.log
-user={user}
-skip-grant-tables
-skip-name-resolve
-innodb_buffer_pool_size=32M
-innodb_log_file_size=16M
-innodb_flush_log_at_trx_commit=0
-performance_schema=OFF
-binlog_format=ROW
-default_storage_engine=InnoDB
-innodb_autoinc_lock_mode=2
-wsrep_on=ON
-wsrep_provider={provider}
-wsrep_cluster_name={cluster}
-wsrep_cluster_address=gcomm://{peers}
-wsrep_node_name={name}
-wsrep_node_address={address}
-wsrep_node_incoming_address={address}:{port}
-wsrep_provider_options="gmcast.listen_addr=tcp://{address}:{gmcast};ist.recv_addr={address}:{ist};gcache.size=32M"
-wsrep_sst_method=rsync
-wsrep_sst_receive_address={address}:{sst}
-wsrep_slave_threads=2
-"""
 
 
 class NamespacedGaleraNode:
@@ -61,8 +30,9 @@ class NamespacedGaleraNode:
         self.process: subprocess.Popen[bytes] | None = None
         (self.dir / "my.cnf").write_text(
             CONFIG.format(
-                dir=self.dir, port=PORT, address=node.address, user=USER, provider=PROVIDER, cluster=CLUSTER_NAME,
-                peers=",".join(f"{peer}:{GMCAST}" for peer in peers), name=node.name, gmcast=GMCAST, ist=IST, sst=SST,
+                datadir=self.dir / "data", dir=self.dir, port=PORT, address=node.address, user=USER, provider=PROVIDER,
+                cluster=CLUSTER_NAME, peers=",".join(f"{peer}:{GMCAST}" for peer in peers), name=node.name,
+                gmcast=GMCAST, ist=IST, sst=SST,
             )
         )  # fmt: skip
         if os.geteuid() == 0:

@@ -16,13 +16,11 @@ from pathlib import Path
 
 from tests.support.netns import SUBNET, Node
 from tests.support.patroni import (
-    LOOP_WAIT,
-    RETRY_TIMEOUT,
-    SCOPE,
-    TTL,
+    Listening,
     as_postgres,
     kill_group,
     kill_postmaster,
+    member_config,
     patroni_binary,
     postgres_bin_dir,
 )
@@ -49,42 +47,19 @@ class NamespacedMember:
         (self.dir / "patroni.yml").write_text(json.dumps(self.config(etcd, postgres_bin_dir() or "")))
 
     def config(self, etcd: str, bin_dir: str) -> dict[str, object]:
-        address = self.node.address
-        return {
-            "scope": SCOPE,
-            "name": self.node.name,
-            "restapi": {"listen": f"{address}:{REST_PORT}", "connect_address": f"{address}:{REST_PORT}"},
-            "etcd3": {"hosts": [etcd]},
-            "bootstrap": {
-                "dcs": {
-                    "ttl": TTL,
-                    "loop_wait": LOOP_WAIT,
-                    "retry_timeout": RETRY_TIMEOUT,
-                    "synchronous_mode": True,
-                    "postgresql": {"use_pg_rewind": True, "parameters": {"max_connections": 100}},
-                },
-                "initdb": [{"auth": "trust"}, "no-sync"],
-                "pg_hba": TRUST,
-            },
-            "postgresql": {
-                "listen": f"{address}:{PG_PORT}",
-                "connect_address": f"{address}:{PG_PORT}",
-                "data_dir": str(self.dir / "data"),
-                "bin_dir": bin_dir,
-                "pgpass": str(self.dir / "pgpass"),
-                "authentication": {"superuser": {"username": "postgres"}, "replication": {"username": "postgres"}},
-                "pg_hba": TRUST,
-                "parameters": {
-                    "unix_socket_directories": str(self.dir),
-                    "fsync": "off",
-                    # A client gone silent is found out within seconds, and the locks its session held freed.
-                    "tcp_keepalives_idle": 1,
-                    "tcp_keepalives_interval": 1,
-                    "tcp_keepalives_count": 2,
-                    "tcp_user_timeout": 3000,
-                },
+        postgresql = {
+            "parameters": {
+                "unix_socket_directories": str(self.dir),
+                "fsync": "off",
+                # A client gone silent is found out within seconds, and the locks its session held freed.
+                "tcp_keepalives_idle": 1,
+                "tcp_keepalives_interval": 1,
+                "tcp_keepalives_count": 2,
+                "tcp_user_timeout": 3000,
             },
         }
+        where = Listening(self.node.name, self.node.address, REST_PORT, PG_PORT, self.dir, self.dir / "data")
+        return member_config(where, etcd, bin_dir, TRUST, postgresql)
 
     def start(self) -> None:
         patroni = patroni_binary()

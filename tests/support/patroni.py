@@ -113,6 +113,55 @@ def reap_when_orphaned(parent: int, workdir: Path) -> None:
         kill_postmaster(data)
 
 
+@dataclass(frozen=True)
+class Listening:
+    """Where one Patroni member listens and keeps its files."""
+
+    name: str
+    address: str
+    rest_port: int
+    pg_port: int
+    dir: Path
+    data: Path
+
+
+def member_config(
+    where: Listening, etcd: str, bin_dir: str, trust: list[str], postgresql: dict[str, object]
+) -> dict[str, object]:
+    """A member's Patroni configuration, the same cluster settings wherever it listens (on loopback here, at a
+    namespace's address in the partition tests); `postgresql` adds to its postgresql section."""
+    return {
+        "scope": SCOPE,
+        "name": where.name,
+        "restapi": {
+            "listen": f"{where.address}:{where.rest_port}",
+            "connect_address": f"{where.address}:{where.rest_port}",
+        },
+        "etcd3": {"hosts": [etcd]},
+        "bootstrap": {
+            "dcs": {
+                "ttl": TTL,
+                "loop_wait": LOOP_WAIT,
+                "retry_timeout": RETRY_TIMEOUT,
+                "synchronous_mode": True,
+                "postgresql": {"use_pg_rewind": True, "parameters": {"max_connections": 100}},
+            },
+            "initdb": [{"auth": "trust"}, "no-sync"],
+            "pg_hba": trust,
+        },
+        "postgresql": {
+            "listen": f"{where.address}:{where.pg_port}",
+            "connect_address": f"{where.address}:{where.pg_port}",
+            "data_dir": str(where.data),
+            "bin_dir": bin_dir,
+            "pgpass": str(where.dir / "pgpass"),
+            "authentication": {"superuser": {"username": "postgres"}, "replication": {"username": "postgres"}},
+            "pg_hba": trust,
+            **postgresql,
+        },
+    }
+
+
 @dataclass
 class Member:
     """One Patroni member: its own process group, and the postmaster it starts (in a session of its own)."""
@@ -134,41 +183,14 @@ class Member:
             "host all all 127.0.0.1/32 trust",
             "host replication all 127.0.0.1/32 trust",
         ]
-        return json.dumps(
-            {
-                "scope": SCOPE,
-                "name": self.name,
-                "restapi": {"listen": f"127.0.0.1:{self.rest_port}", "connect_address": f"127.0.0.1:{self.rest_port}"},
-                "etcd3": {"hosts": [etcd]},
-                "bootstrap": {
-                    "dcs": {
-                        "ttl": TTL,
-                        "loop_wait": LOOP_WAIT,
-                        "retry_timeout": RETRY_TIMEOUT,
-                        "synchronous_mode": True,
-                        "postgresql": {"use_pg_rewind": True, "parameters": {"max_connections": 100}},
-                    },
-                    "initdb": [{"auth": "trust"}, "no-sync"],
-                    "pg_hba": trust,
-                },
-                "postgresql": {
-                    "listen": f"127.0.0.1:{self.port}",
-                    "connect_address": f"127.0.0.1:{self.port}",
-                    "data_dir": str(self.data),
-                    "bin_dir": bin_dir,
-                    "pgpass": str(self.dir / "pgpass"),
-                    "authentication": {
-                        "superuser": {"username": "postgres"},
-                        "replication": {"username": "postgres"},
-                    },
-                    "pg_hba": trust,
-                    # A crashed leader rejoins as a standby: rewound, or copied again if that fails.
-                    "remove_data_directory_on_rewind_failure": True,
-                    "remove_data_directory_on_diverged_timelines": True,
-                    "parameters": {"unix_socket_directories": str(self.dir), "fsync": "off"},
-                },
-            }
-        )
+        postgresql = {
+            # A crashed leader rejoins as a standby: rewound, or copied again if that fails.
+            "remove_data_directory_on_rewind_failure": True,
+            "remove_data_directory_on_diverged_timelines": True,
+            "parameters": {"unix_socket_directories": str(self.dir), "fsync": "off"},
+        }
+        where = Listening(self.name, "127.0.0.1", self.rest_port, self.port, self.dir, self.data)
+        return json.dumps(member_config(where, etcd, bin_dir, trust, postgresql))
 
     def start(self, patroni: str) -> subprocess.Popen[bytes]:
         with (self.dir / "patroni.out").open("ab") as log:  # a restart adds to it
