@@ -17,6 +17,7 @@ from django.db import DatabaseError, connections, router
 from django_segment_seq.allocator.connections import split_address
 from django_segment_seq.conf import DEFAULTS, SETTING_NAME, SETTINGS, Setting, app_settings, redis_settings
 from django_segment_seq.db import sqlite
+from django_segment_seq.db.client_table import CLIENT_TABLE, SERVICE_APP, client_rows
 from django_segment_seq.db.concealed_formats import ConcealedFormat
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.standbys import asynchronous_replication, streaming_standbys, watched
@@ -166,6 +167,29 @@ def check_unwatched_standbys(
             hint=f'Set {SETTING_NAME}["STANDBYS"] = {{{alias!r}: 1}} (HOST listing several hosts does it by itself); '
             "see docs/clusters.md, Partitions.",
             id="django_segment_seq.W004",
+        )
+    ]
+
+
+@checks.register(checks.Tags.database)
+def check_client_table_left(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """The ID service's clients, left in the table migration 0012 keeps when the service app is not installed."""
+    alias = sequence_database()
+    if apps.is_installed(SERVICE_APP) or not databases or alias not in databases:
+        return []
+    try:
+        rows = client_rows(connections[alias])
+    except DatabaseError:
+        return []  # the database is away: other checks and the first query say so
+    if not rows:
+        return []
+    return [
+        checks.Warning(
+            f"Table {CLIENT_TABLE} in database {alias!r} holds {rows} ID service client(s), but the ID service app "
+            "is not installed: nothing reads the rows, and migrations keep them (never dropped).",
+            hint=f'Add "{SERVICE_APP}" to INSTALLED_APPS after "django_segment_seq" and migrate, or drop the table '
+            "yourself if the clients are no longer wanted; see docs/id-service.md.",
+            id="django_segment_seq.W006",
         )
     ]
 

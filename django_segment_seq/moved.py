@@ -38,6 +38,10 @@ OLD_PATHS = {
     "statements": "db.statements",
     "txblocks": "allocator.memory",
     "usage": "observe.usage",
+    # The ID service's URLconfs and client, moved into its app (django_segment_seq.service).
+    "async_urls": "service.async_urls",
+    "remote": "service.remote",
+    "urls": "service.urls",
 }
 
 

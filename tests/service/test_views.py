@@ -309,13 +309,13 @@ def test_health(prefix):
 
 @pytest.mark.parametrize("prefix", PATHS)
 def test_usage_is_counted_and_listed(prefix, monkeypatch):
-    from django_segment_seq.service import usage
+    from django_segment_seq.service import tallies
 
-    monkeypatch.setattr(usage, "FLUSH_EVERY", 0)
+    monkeypatch.setattr(tallies, "FLUSH_EVERY", 0)
     token = add_client()
     post(prefix, "order/next", token, {"count": 7})
     post(prefix, "order/next", token, {"count": 3})
-    usage.usage.flush()
+    tallies.usage.flush()
     client = Client.objects.get(name="shop")
     assert (client.requests, client.numbers) == (2, 10) and client.last_used_at is not None
     out = StringIO()
@@ -349,7 +349,7 @@ def test_401_takes_the_same_time_whatever_part_of_the_token_is_right(prefix):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from django_segment_seq.service.usage import usage
+    from django_segment_seq.service.tallies import usage
 
     token = add_client()
     variants = {
