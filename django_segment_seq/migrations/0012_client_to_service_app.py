@@ -34,6 +34,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.SeparateDatabaseAndState(
             state_operations=[migrations.DeleteModel(name="Client")],
-            database_operations=[migrations.RunPython(drop_if_unused, restore_if_dropped)],
+            # DDL: MySQL refuses it in a transaction, so not wrapped in one.
+            database_operations=[migrations.RunPython(drop_if_unused, restore_if_dropped, atomic=False)],
         ),
     ]

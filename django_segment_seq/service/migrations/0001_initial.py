@@ -160,7 +160,10 @@ class Migration(migrations.Migration):
                     },
                 ),
             ],
-            database_operations=[migrations.RunPython(create_table_if_missing, keep_table)],
         ),
+        # After the state's CreateModel, so the model is there to make the table from.
+        migrations.RunPython(
+            create_table_if_missing, keep_table, atomic=False
+        ),  # DDL: MySQL refuses it in a transaction
         migrations.RunPython(to_service_app, to_core_app),
     ]
