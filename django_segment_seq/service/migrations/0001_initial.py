@@ -161,9 +161,8 @@ class Migration(migrations.Migration):
                 ),
             ],
         ),
-        # After the state's CreateModel, so the model is there to make the table from.
-        migrations.RunPython(
-            create_table_if_missing, keep_table, atomic=False
-        ),  # DDL: MySQL refuses it in a transaction
+        # After the state's CreateModel, so the model is there to make the table from; DDL, which MySQL refuses
+        # in a transaction, so not wrapped in one.
+        migrations.RunPython(create_table_if_missing, keep_table, atomic=False),
         migrations.RunPython(to_service_app, to_core_app),
     ]
