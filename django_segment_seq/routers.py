@@ -19,7 +19,8 @@ APP_LABELS = frozenset({APP_LABEL, SERVICE_APP_LABEL})
 
 
 class SequenceRouter:
-    """Routes django_segment_seq's models (and the ID service app's) to SEGMENT_SEQ['DATABASE'] and leaves every other decision to others."""
+    """Routes django_segment_seq's models and the ID service app's to SEGMENT_SEQ['DATABASE'] and leaves every other
+    decision to others."""
 
     def _alias(self, app_label: str) -> str | None:
         return app_settings()["DATABASE"] if app_label in APP_LABELS else None

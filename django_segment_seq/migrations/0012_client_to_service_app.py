@@ -8,11 +8,13 @@ is kept, rows and all, and `manage.py check --database` warns of it (django_segm
 
 from django.apps import apps as installed_apps
 from django.db import migrations
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 from django_segment_seq.db.client_table import SERVICE_APP, client_rows
 
 
-def drop_if_unused(apps, schema_editor):
+def drop_if_unused(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Without the service app, nothing will read the table: dropped when empty, never when it holds a client."""
     if installed_apps.is_installed(SERVICE_APP):
         return  # the service app's 0001 takes the table over
@@ -20,7 +22,7 @@ def drop_if_unused(apps, schema_editor):
         schema_editor.delete_model(apps.get_model("django_segment_seq", "Client"))
 
 
-def restore_if_dropped(apps, schema_editor):
+def restore_if_dropped(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Back to 0011, whose state has the table: made again (empty) when this migration dropped it."""
     if client_rows(schema_editor.connection) is None:
         schema_editor.create_model(apps.get_model("django_segment_seq", "Client"))

@@ -15,8 +15,8 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 
 from django_segment_seq.conf import app_settings
-from django_segment_seq.service.throttle import peek, retry_after
 from django_segment_seq.service.models import Client
+from django_segment_seq.service.throttle import peek, retry_after
 from django_segment_seq.service.tokens import NO_DIGEST, Rate, allowed, digest, parse_rate
 
 PERMISSION = "segment_seq_service.use_id_service"

@@ -24,5 +24,5 @@ def test_the_service_app_without_the_core_app_is_an_error(monkeypatch):
 
 def test_the_urlconf_without_the_service_app_is_refused(monkeypatch):
     monkeypatch.setattr(routes, "apps", type("NotInstalled", (), {"is_installed": staticmethod(lambda name: False)}))
-    with pytest.raises(ImproperlyConfigured, match="django_segment_seq.service"):
+    with pytest.raises(ImproperlyConfigured, match=r"django_segment_seq\.service"):
         routes.routes(views.health, views.take_numbers)

@@ -6,6 +6,8 @@ among them), the groups and users granted them and the admin's log entries come 
 """
 
 from django.db import connections, migrations, models, router
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.state import StateApps
 
 import django_segment_seq.service.models
 from django_segment_seq.db.client_table import client_rows
@@ -13,17 +15,17 @@ from django_segment_seq.db.client_table import client_rows
 CORE_LABEL, SERVICE_LABEL = "django_segment_seq", "segment_seq_service"
 
 
-def create_table_if_missing(apps, schema_editor):
+def create_table_if_missing(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """A project that ran the core app's 0009 has the table, rows and all; any other gets it here, empty."""
     if client_rows(schema_editor.connection) is None:
         schema_editor.create_model(apps.get_model(SERVICE_LABEL, "Client"))
 
 
-def keep_table(apps, schema_editor):
+def keep_table(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     """Back to the core app's state: the table and its rows stay, for its 0012 to take back."""
 
 
-def relabel(apps, old, new):
+def relabel(apps: StateApps, old: str, new: str) -> None:
     """The client content type moved from one app label to the other, in the database the contenttypes app writes.
 
     Its id stays, so every Permission, group or user grant and admin LogEntry pointing at it comes along. Nothing to
@@ -43,11 +45,11 @@ def relabel(apps, old, new):
     content_type.objects.clear_cache()
 
 
-def to_service_app(apps, schema_editor):
+def to_service_app(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     relabel(apps, CORE_LABEL, SERVICE_LABEL)
 
 
-def to_core_app(apps, schema_editor):
+def to_core_app(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     relabel(apps, SERVICE_LABEL, CORE_LABEL)
 
 
