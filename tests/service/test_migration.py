@@ -88,6 +88,22 @@ def test_forward_keeps_the_row_its_id_and_the_groups_permission(back_to_latest):
     assert Client.objects.create(name="billing", token_digest=digest(new_token()), sequences="*").pk > pk
 
 
+def test_a_content_type_made_for_the_service_app_before_the_move_gives_way(back_to_latest):
+    # A migrate run after the upgrade, before the service app's 0001 ran: contenttypes made the new label's row.
+    _token, _pk, content_type_pk = todays_project()
+    state = migrate(CORE_0011)
+    early = state.get_model("contenttypes", "ContentType").objects.create(
+        app_label="segment_seq_service", model="client"
+    )
+    state.get_model("auth", "Permission").objects.create(content_type=early, codename="use_id_service", name="x")
+
+    migrate()
+    assert ContentType.objects.get_for_model(Client).pk == content_type_pk
+    user = User.objects.create_user("caller")
+    user.groups.add(Group.objects.get(name="id-service users"))
+    assert user.has_perm("segment_seq_service.use_id_service")
+
+
 def test_backward_gives_the_model_and_permission_back_to_the_core_app(back_to_latest):
     token, pk, content_type_pk = todays_project()
     migrate()

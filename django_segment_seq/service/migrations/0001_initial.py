@@ -1,8 +1,9 @@
 """The Client model, taken over from the core app (its migration 0012) with the table and rows it has there.
 
 The table keeps its name (django_segment_seq_client) and is made only when missing: in a project that never had
-the ID service (then with the columns, their order and the index names that 0009 and 0011 give it). The model's content type follows it to this app, so the permissions tied to it (use_id_service
-among them), the groups and users granted them and the admin's log entries come along.
+the ID service (then with the columns, their order and the index names that 0009 and 0011 give it). The model's
+content type follows it to this app, so the permissions tied to it (use_id_service among them), the groups and
+users granted them and the admin's log entries come along.
 """
 
 from django.db import connections, migrations, models, router
@@ -29,8 +30,10 @@ def relabel(apps: StateApps, old: str, new: str) -> None:
     """The client content type moved from one app label to the other, in the database the contenttypes app writes.
 
     Its id stays, so every Permission, group or user grant and admin LogEntry pointing at it comes along. Nothing to
-    do without django.contrib.contenttypes, before its table exists (a fresh database: contenttypes makes the row
-    after migrate), or when the other label has its row already (then left for remove_stale_contenttypes).
+    do without django.contrib.contenttypes or before its table exists (a fresh database: contenttypes makes the row
+    after migrate). A row under the other label already (made by a migrate run after the code was upgraded and
+    before this migration) holds only permissions made then: it gives way, with them, to the row that has the
+    project's history.
     """
     try:
         content_type = apps.get_model("contenttypes", "ContentType")
@@ -40,7 +43,8 @@ def relabel(apps: StateApps, old: str, new: str) -> None:
     if content_type._meta.db_table not in connections[alias].introspection.table_names():
         return
     rows = content_type.objects.using(alias)
-    if not rows.filter(app_label=new, model="client").exists():
+    if rows.filter(app_label=old, model="client").exists():
+        rows.filter(app_label=new, model="client").delete()
         rows.filter(app_label=old, model="client").update(app_label=new)
     content_type.objects.clear_cache()
 
