@@ -29,7 +29,6 @@ from django_segment_seq.db.rownames import scope_of, scoped_rows, shown
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.observe.usage import HORIZON, NO_LIMIT, has_limit, usage
 from django_segment_seq.redistier import state as redis_state
-from django_segment_seq.service import admin as service_admin  # noqa: F401 - registers ClientAdmin too
 from django_segment_seq.snowflake import admin as snowflake_admin  # noqa: F401 - registers WorkerLeaseAdmin too
 
 if TYPE_CHECKING:

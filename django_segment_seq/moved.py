@@ -8,7 +8,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from importlib.abc import Loader, MetaPathFinder
-from importlib.machinery import ModuleSpec
+from importlib.machinery import ModuleSpec, PathFinder
 from types import ModuleType
 
 PACKAGE = "django_segment_seq"
@@ -38,6 +38,10 @@ OLD_PATHS = {
     "statements": "db.statements",
     "txblocks": "allocator.memory",
     "usage": "observe.usage",
+    # The ID service's URLconfs and client, moved into its app (django_segment_seq.service).
+    "async_urls": "service.async_urls",
+    "remote": "service.remote",
+    "urls": "service.urls",
 }
 
 
@@ -48,8 +52,8 @@ class MovedModules(MetaPathFinder, Loader):
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
         package, _, old = fullname.rpartition(".")
-        if package != PACKAGE or old not in OLD_PATHS:
-            return None
+        if package != PACKAGE or old not in OLD_PATHS or PathFinder.find_spec(fullname, path) is not None:
+            return None  # not an old path, or a module of that name is in the package: never shadowed
         return ModuleSpec(fullname, self)
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
@@ -64,6 +68,7 @@ class MovedModules(MetaPathFinder, Loader):
 
 
 def install() -> None:
-    """Let old paths be found; after the path finders, so a module that exists is never shadowed."""
+    """Let old paths be found, ahead of other finders: a finder that maps the package's name to another copy of it
+    (an editable install of another checkout) would otherwise answer an old path with that copy's stale module."""
     if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
-        sys.meta_path.append(MovedModules())
+        sys.meta_path.insert(0, MovedModules())

@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_segment_seq",
+    "django_segment_seq.service",  # the ID service (its client table, admin and permission)
     "tests.testapp",
     "sequences",  # django-sequences, whose rows `segment_seq import-sequences` carries over
 ]

@@ -6,6 +6,6 @@ from tests.testapp.views import create_orders
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("async/orders/<int:count>/", create_orders),
-    path("ids/", include("django_segment_seq.urls")),
-    path("aids/", include("django_segment_seq.async_urls")),
+    path("ids/", include("django_segment_seq.service.urls")),
+    path("aids/", include("django_segment_seq.service.async_urls")),
 ]

@@ -1,11 +1,13 @@
 """Project checks, one module per thing they guard: the SEGMENT_SEQ setting (settings.py), SERVERS (servers.py),
 PostgreSQL's standbys (standbys.py), SQLite's single writer (sqlite_writer.py), the concealment keys
-(concealment.py) and the Redis tier (redis_tier.py), so a typo fails at `manage.py check`, not under load.
+(concealment.py), the Redis tier (redis_tier.py) and an ID service client table left without its app
+(client_table.py), so a typo fails at `manage.py check`, not under load.
 
 Importing the package registers them all (apps.py does, in ready()). The fields' own checks are in
 fields/checks/.
 """
 
+from django_segment_seq.checks.client_table import check_client_table_left
 from django_segment_seq.checks.concealment import check_concealment_keys
 from django_segment_seq.checks.redis_tier import check_redis_rows, check_redis_tier
 from django_segment_seq.checks.settings import check_settings, expected, valid
@@ -13,6 +15,7 @@ from django_segment_seq.checks.sqlite_writer import check_sqlite_single_writer
 from django_segment_seq.checks.standbys import check_gapless_replication, check_unwatched_standbys, gapless_fields
 
 __all__ = [
+    "check_client_table_left",
     "check_concealment_keys",
     "check_gapless_replication",
     "check_redis_rows",

@@ -74,6 +74,6 @@ class ClientAdmin(_ClientAdminBase):
         if token is None:
             return super().response_add(request, obj, post_url_continue)
         context = {**self.admin_site.each_context(request), "opts": self.opts, "client": obj, "token": token}
-        response = TemplateResponse(request, "admin/django_segment_seq/client/token.html", context)
+        response = TemplateResponse(request, "admin/segment_seq_service/client/token.html", context)
         response["Cache-Control"] = "no-store"
         return response

@@ -11,11 +11,11 @@ from django.http import HttpRequest, HttpResponse
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.routing import fixed_alias, sequence_database
 from django_segment_seq.service import answers
-from django_segment_seq.service.callers import Caller, CsrfRefused, NotAuthenticated, TooManyFailures, caller_of
-from django_segment_seq.service.limits import retry_after
+from django_segment_seq.service.authentication import Caller, CsrfRefused, NotAuthenticated, TooManyFailures, caller_of
 from django_segment_seq.service.requests import SEQUENCE, BadRequest, Target, body_fields, requested_count
 from django_segment_seq.service.rows import Asker, folds_case, row_refusal
-from django_segment_seq.service.usage import usage
+from django_segment_seq.service.tallies import usage
+from django_segment_seq.service.throttle import retry_after
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from django.http import HttpRequest, JsonResponse
 
 from django_segment_seq.service.admission import Admission, admit
 from django_segment_seq.service.handout import atake, taken_at_once
-from django_segment_seq.service.metrics import count_request
 from django_segment_seq.service.outcomes import failed, handed_over
+from django_segment_seq.service.request_metrics import count_request
 from django_segment_seq.service.requests import Target
 
 

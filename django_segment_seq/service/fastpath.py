@@ -21,9 +21,9 @@ from django.db import connections
 from django.http import HttpRequest, QueryDict
 from django.urls import resolve
 
-from django_segment_seq.service import limits, usage, views
+from django_segment_seq.service import tallies, throttle, views
 from django_segment_seq.service.admission import Admission, admit
-from django_segment_seq.service.callers import bearer_token, known
+from django_segment_seq.service.authentication import bearer_token, known
 from django_segment_seq.service.exchange import Answer, exchange
 from django_segment_seq.service.requests import Target
 from django_segment_seq.service.tokens import digest
@@ -122,9 +122,9 @@ def from_memory(request: HttpRequest) -> bool:
     """Whether admit() can answer without the database or a network cache, so it may run on the event loop."""
     token = bearer_token(request)
     caller = known.get(digest(token)) if token else None
-    if caller is None or usage.usage.due():
+    if caller is None or tallies.usage.due():
         return False
-    return caller.rate is None or isinstance(caches[limits.CACHE_ALIAS], LocMemCache)
+    return caller.rate is None or isinstance(caches[throttle.CACHE_ALIAS], LocMemCache)
 
 
 def replace_failed_connections() -> None:
@@ -177,7 +177,7 @@ class Remembered:
     def get(self, key: tuple[Any, ...]) -> Admission | None:
         """The remembered admission, while its caller is still the one its token's digest finds in memory."""
         found = self.admitted.get(key)
-        if found is None or known.get(found[1]) is not found[0].caller or usage.usage.due():
+        if found is None or known.get(found[1]) is not found[0].caller or tallies.usage.due():
             return None
         return found[0]
 
@@ -219,11 +219,11 @@ class UsageWriter:
 
     def due(self) -> bool:
         """Whether a write should start now: counts waiting, none being written, the last half a second old."""
-        tally = usage.usage
+        tally = tallies.usage
         return (
             not self.writing
             and bool(tally.tallies)
-            and time.monotonic() - tally.flushed >= usage.FLUSH_EVERY - USAGE_AHEAD
+            and time.monotonic() - tally.flushed >= tallies.FLUSH_EVERY - USAGE_AHEAD
         )
 
     async def write(self) -> None:
@@ -236,7 +236,7 @@ class UsageWriter:
     @staticmethod
     def flush() -> None:
         replace_failed_connections()
-        usage.usage.flush()
+        tallies.usage.flush()
 
 
 writer = UsageWriter()

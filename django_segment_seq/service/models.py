@@ -61,7 +61,9 @@ class Client(models.Model):
     numbers = models.BigIntegerField(_("numbers handed out"), default=0, editable=False)
 
     class Meta:
-        app_label = "django_segment_seq"
+        app_label = "segment_seq_service"
+        # The name the core app's migration 0009 gave the table, kept so that moving the model moved no row.
+        db_table = "django_segment_seq_client"
         verbose_name = _("ID service client")
         verbose_name_plural = _("ID service clients")
         ordering = ["name"]

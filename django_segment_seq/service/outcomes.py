@@ -11,11 +11,11 @@ from django.http import HttpResponse, JsonResponse
 
 from django_segment_seq.exceptions import SequenceError, SequenceExhausted, SequenceNotFound, SequenceScopeError
 from django_segment_seq.service import answers, loglines
-from django_segment_seq.service.callers import Caller
+from django_segment_seq.service.authentication import Caller
 from django_segment_seq.service.handout import NotFound, handed_out
-from django_segment_seq.service.metrics import count_request
+from django_segment_seq.service.request_metrics import count_request
 from django_segment_seq.service.requests import BadRequest, Target
-from django_segment_seq.service.usage import usage
+from django_segment_seq.service.tallies import usage
 
 logger = logging.getLogger("django_segment_seq.service")
 RETRY_SECONDS = 1

@@ -23,7 +23,7 @@ from django_segment_seq.service.requests import Target
 logger = logging.getLogger("django_segment_seq.service")
 
 
-@csrf_exempt  # bearer callers send no cookie; session callers' CSRF token is checked in callers.py
+@csrf_exempt  # bearer callers send no cookie; session callers' CSRF token is checked in authentication.py
 def take_numbers(request: HttpRequest, kind: str, name: str) -> HttpResponse:
     """POST .../next: numbers of a sequence, a field or a Snowflake layout, in one thread (WSGI)."""
     target, caller = Target(kind, name), None

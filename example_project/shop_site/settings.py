@@ -19,6 +19,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_segment_seq",
+    # "django_segment_seq.service",  # the ID service, numbers over HTTP (docs/id-service.md)
     "shop",
 ]
 

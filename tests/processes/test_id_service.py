@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from django_segment_seq.models import Sequence
-from django_segment_seq.remote import RemoteError, RemoteSequence, RemoteUnavailable
 from django_segment_seq.service.models import Client
+from django_segment_seq.service.remote import RemoteError, RemoteSequence, RemoteUnavailable
 from django_segment_seq.service.tokens import digest, new_token, shown_part
 from tests.conftest import assert_unique, worker_env
 from tests.support.id_service import LiveServer, call, load, raw

@@ -75,6 +75,20 @@ def test_fill_migration_numbers_existing_rows(user_project, capsys):
     user_project.manage("migrate", "shop", "0001", "--noinput").check()
 
 
+def test_a_project_without_the_service_app_gets_no_client_table_admin_or_permission(user_project):
+    user_project.manage("migrate", "--noinput").check()
+    code = (
+        "from django.db import connection; from django.contrib.auth.models import Permission; "
+        "print(sorted(connection.introspection.table_names())); "
+        "print(Permission.objects.filter(codename='use_id_service').count())"
+    )
+    tables, permissions = user_project.manage("shell", "-v", "0", "-c", code).check().stdout.splitlines()
+    assert "django_segment_seq_sequence" in tables and "django_segment_seq_client" not in tables
+    assert permissions == "0"
+    refused = user_project.manage("segment_seq", "client", "list")
+    assert refused.returncode == 1 and '"django_segment_seq.service" to INSTALLED_APPS' in refused.stderr
+
+
 def test_segment_seq_command_through_manage_py(user_project):
     user_project.manage("migrate", "django_segment_seq", "--noinput").check()
     user_project.manage("migrate", "shop", "0002", "--noinput").check()

@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from django_segment_seq.remote import RemoteError, RemoteSequence, RemoteUnavailable
+from django_segment_seq.service.remote import RemoteError, RemoteSequence, RemoteUnavailable
 from tests.support.servers import ROOT
 
 
@@ -112,7 +112,10 @@ def test_a_server_that_does_not_answer_times_out_and_is_retried():
 
 
 def test_importing_the_client_needs_no_django():
-    code = "import sys; sys.modules['django'] = None; import django_segment_seq.remote as r; print(r.RemoteSequence)"
+    code = (
+        "import sys; sys.modules['django'] = None; "
+        "import django_segment_seq.service.remote as r; print(r.RemoteSequence)"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "RemoteSequence" in out.stdout

@@ -250,7 +250,7 @@ def test_failed_authentications_are_limited_without_reading_the_table(settings):
 def test_the_rate_holds_on_the_database_cache_under_concurrency(settings, backend_path):
     from django.db import connections
 
-    from django_segment_seq.service.limits import retry_after
+    from django_segment_seq.service.throttle import retry_after
     from django_segment_seq.service.tokens import Rate
 
     settings.CACHES = {"default": {"BACKEND": backend_path, "LOCATION": "segment_seq_rate_cache"}}

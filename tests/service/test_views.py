@@ -309,13 +309,13 @@ def test_health(prefix):
 
 @pytest.mark.parametrize("prefix", PATHS)
 def test_usage_is_counted_and_listed(prefix, monkeypatch):
-    from django_segment_seq.service import usage
+    from django_segment_seq.service import tallies
 
-    monkeypatch.setattr(usage, "FLUSH_EVERY", 0)
+    monkeypatch.setattr(tallies, "FLUSH_EVERY", 0)
     token = add_client()
     post(prefix, "order/next", token, {"count": 7})
     post(prefix, "order/next", token, {"count": 3})
-    usage.usage.flush()
+    tallies.usage.flush()
     client = Client.objects.get(name="shop")
     assert (client.requests, client.numbers) == (2, 10) and client.last_used_at is not None
     out = StringIO()
@@ -349,7 +349,7 @@ def test_401_takes_the_same_time_whatever_part_of_the_token_is_right(prefix):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from django_segment_seq.service.usage import usage
+    from django_segment_seq.service.tallies import usage
 
     token = add_client()
     variants = {
@@ -401,7 +401,7 @@ def test_metrics_count_requests_by_client_and_status(prefix, settings):
 
 def test_admin_shows_the_token_once_and_keeps_only_its_digest(admin_client):
     response = admin_client.post(
-        "/admin/django_segment_seq/client/add/",
+        "/admin/segment_seq_service/client/add/",
         {"name": "billing", "sequences": "invoice*", "max_count": 100, "rate": "10/s", "max_new_rows": 0},
     )
     # Shown on the page that answers the addition, carried by no cookie (Django's message storage is one).
@@ -417,15 +417,15 @@ def test_admin_shows_the_token_once_and_keeps_only_its_digest(admin_client):
             admin_client.cookies["messages"].value, serializer=MessageSerializer
         )
         assert token[12:] not in str(stored)
-    assert token not in admin_client.get("/admin/django_segment_seq/client/").content.decode()
+    assert token not in admin_client.get("/admin/segment_seq_service/client/").content.decode()
     client = Client.objects.get(name="billing")
     assert client.token_digest != token and token.startswith(client.token_start)
     assert post("/ids/", "invoice/next", token).status_code == 200
-    change = admin_client.get(f"/admin/django_segment_seq/client/{client.pk}/change/").content.decode()
+    change = admin_client.get(f"/admin/segment_seq_service/client/{client.pk}/change/").content.decode()
     assert token not in change and client.token_start in change
     assert 'name="token_start"' not in change and 'name="token_digest"' not in change  # shown, never an input
     bad = admin_client.post(
-        "/admin/django_segment_seq/client/add/",
+        "/admin/segment_seq_service/client/add/",
         {"name": "x", "sequences": "a", "max_count": 1, "rate": "often", "max_new_rows": 0},
     )
     assert bad.status_code == 200 and "is not a rate" in bad.content.decode()

@@ -1,3 +1,3 @@
 from django.urls import include, path
 
-urlpatterns = [path("ids/", include("django_segment_seq.async_urls"))]
+urlpatterns = [path("ids/", include("django_segment_seq.service.async_urls"))]

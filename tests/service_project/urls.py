@@ -1,3 +1,3 @@
 from django.urls import include, path
 
-urlpatterns = [path("ids/", include("django_segment_seq.urls"))]
+urlpatterns = [path("ids/", include("django_segment_seq.service.urls"))]

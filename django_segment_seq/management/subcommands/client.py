@@ -7,6 +7,7 @@ import re
 from datetime import timedelta
 from typing import Any
 
+from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
@@ -58,6 +59,11 @@ def add_arguments(client: CommandParser) -> None:
 
 
 def handle(command: BaseCommand, *, action: str, **options: Any) -> None:
+    if not apps.is_installed("django_segment_seq.service"):
+        raise CommandError(
+            'The ID service is an app of its own: add "django_segment_seq.service" to INSTALLED_APPS after '
+            '"django_segment_seq" and run migrate (see docs/id-service.md).'
+        )
     if action == "add":
         limits = {"max_count": options["max_count"], "rate": options["rate"], "max_new_rows": options["create_rows"]}
         add(command, options["client_name"], options["sequences"], **limits)

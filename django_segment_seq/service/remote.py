@@ -1,4 +1,5 @@
-"""A client of the ID service for Python programs that are not Django: standard library only, no Django import.
+"""A client of the ID service for Python programs that are not Django: standard library only, no Django import
+(nor does the service package's __init__ import any, so this module loads without Django).
 
 RemoteSequence keeps a block of numbers in memory and fetches the next block in a background thread when
 a share of the current one is used, as the in-process cache does. A request that fails is retried a bounded

@@ -1,4 +1,5 @@
-"""The ID service for WSGI projects: path("ids/", include("django_segment_seq.urls")); see docs/id-service.md."""
+"""The ID service for WSGI projects: path("ids/", include("django_segment_seq.service.urls")); see
+docs/id-service.md."""
 
 from __future__ import annotations
 

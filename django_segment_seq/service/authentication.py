@@ -15,11 +15,11 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 
 from django_segment_seq.conf import app_settings
-from django_segment_seq.service.limits import peek, retry_after
 from django_segment_seq.service.models import Client
+from django_segment_seq.service.throttle import peek, retry_after
 from django_segment_seq.service.tokens import NO_DIGEST, Rate, allowed, digest, parse_rate
 
-PERMISSION = "django_segment_seq.use_id_service"
+PERMISSION = "segment_seq_service.use_id_service"
 # Seconds a process answers a known token from memory: a revocation or rotation made in another process
 # takes effect within this; in the same process (the admin, the command) at once, through the signals below.
 KNOWN_FOR = 2.0
