@@ -3,6 +3,7 @@ created where the caller's transaction allows, as allocations are."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import DatabaseError, connections
@@ -10,18 +11,9 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from django_segment_seq.allocator import callers
-from django_segment_seq.allocator.attempts import (
-    TRANSIENT_ERRORS,
-    RowBusy,
-    RowMissing,
-    attempt_on,
-    backoff,
-    caller_carries,
-    is_lock_timeout,
-    use_caller_next,
-)
+from django_segment_seq.allocator.attempts import TRANSIENT_ERRORS, RowBusy, RowMissing, is_lock_timeout
 from django_segment_seq.allocator.blocks import Row
-from django_segment_seq.allocator.callers import Session
+from django_segment_seq.allocator.retry import Plan, run
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
 from django_segment_seq.db.columns import concrete_field
@@ -174,50 +166,61 @@ def ensure_derived_row(
 ) -> bool:
     """Make sure row `name` exists; True once it is known to be committed.
 
-    It is created where callers.session() says an allocation runs: on the caller's idle connection or
-    a private one. When the caller's transaction holds the base row (or the row, or SQLite's write
+    It is created where an allocation would run (the retry loop, retry.py): on the caller's idle connection
+    or a private one. When the caller's transaction holds the base row (or the row, or SQLite's write
     lock), another connection would wait for it: the row is then created inside that transaction,
     and False is returned, since it is gone again if that transaction rolls back.
     """
     settings = app_settings()
-    caller = connections[alias]
-    state = callers.session(caller)
-    rows = [name] if base_name is None else [base_name, name]
-    if state is Session.IN_TRANSACTION and any(callers.known_to_hold(caller, row) for row in rows):
-        _create_inside(caller, alias, name, settings, base_name=base_name, period=period, cap=cap)
+    job = _Making(alias, name, base_name, period, cap, settings)
+    return run(job, Plan.begin(connections[alias], settings, patient=False))
+
+
+@dataclass(frozen=True, slots=True)
+class _Making:
+    """One derived row made as the retry loop runs it: True once committed, False when made in the caller's
+    transaction."""
+
+    alias: str
+    name: str
+    base_name: str | None
+    period: str | None
+    cap: int | None
+    settings: dict[str, Any]
+    # Always made; and a row held is not waited for: the INSERT has waited LOCK_TIMEOUT already (see retry.Job).
+    creates = True
+    patient = False
+
+    @property
+    def rows(self) -> tuple[str, ...]:
+        return (self.name,) if self.base_name is None else (self.base_name, self.name)
+
+    def attempt(self, connection: BaseDatabaseWrapper, plan: Plan) -> bool:
+        """Create the row on `connection`; a missing base row is made too, unless the caller's transaction may
+        hold it (a base row the committed table lacks, or a row held: RowMissing or RowBusy asks that
+        transaction; a table lock held elsewhere makes the question fail at once: no)."""
+        create_derived_row(
+            connection,
+            self.alias,
+            self.name,
+            base_name=self.base_name,
+            period=self.period,
+            cap=self.cap,
+            create_base=not plan.ask_caller,
+            on_caller=plan.use_caller,
+        )
+        return True
+
+    def inside(self, caller: BaseDatabaseWrapper, plan: Plan) -> bool:
+        """Create the row inside the caller's transaction, which holds what another connection would wait for."""
+        _create_inside(
+            caller, self.alias, self.name, self.settings, base_name=self.base_name, period=self.period, cap=self.cap
+        )
         return False
-    ask_caller = state is Session.IN_TRANSACTION
-    use_caller = caller_carries(caller, state)
-    failures = 0
-    while True:
-        try:
-            with attempt_on(alias, caller if use_caller else None) as connection:
-                create_derived_row(
-                    connection,
-                    alias,
-                    name,
-                    base_name=base_name,
-                    period=period,
-                    cap=cap,
-                    create_base=not ask_caller,
-                    on_caller=use_caller,
-                )
-            return True
-        except (RowMissing, RowBusy) as exc:
-            # A base row the committed table lacks, or a row held: the caller's own, or another's
-            # (a table lock held elsewhere makes the question fail at once: no).
-            if ask_caller and any(callers.holds_row(caller, row) for row in rows):
-                _create_inside(caller, alias, name, settings, base_name=base_name, period=period, cap=cap)
-                return False
-            if isinstance(exc, RowBusy):
-                raise SequenceUnavailable(name, alias, 1, exc) from exc
-            ask_caller = False
-        except TRANSIENT_ERRORS as exc:
-            failures += 1
-            if failures > settings["CONNECTION_RETRIES"]:
-                raise SequenceUnavailable(name, alias, failures, exc) from exc
-            use_caller = use_caller_next(caller, use_caller)
-            backoff(failures, settings["MAX_BACKOFF"])
+
+    def inside_if_held(self, caller: BaseDatabaseWrapper, plan: Plan) -> bool:
+        """As inside(): the caller's transaction was found to hold the row, so a failure there is a named error."""
+        return self.inside(caller, plan)
 
 
 def _create_inside(
