@@ -18,7 +18,7 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
 from django_segment_seq.db.columns import concrete_field
 from django_segment_seq.db.history import server_history
-from django_segment_seq.db.statements import statements_for
+from django_segment_seq.db.statements import Statements, statements_for
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceMisconfigured, SequenceNotFound, SequenceUnavailable
 
@@ -70,92 +70,6 @@ def new_row(alias: str, name: str, settings: dict[str, Any]) -> Row:
     return Row(min_value - 1, settings["DEFAULT_STEP"], min_value, max_value, False, 0)
 
 
-def create_derived_row(
-    connection: BaseDatabaseWrapper,
-    alias: str,
-    name: str,
-    *,
-    base_name: str | None = None,
-    period: str | None = None,
-    cap: int | None = None,
-    create_base: bool = True,
-    on_caller: bool = False,
-) -> None:
-    """Create row `name` if missing, from `base_name`'s step and limits (per CREATE_ON_FIRST_USE) or the defaults.
-
-    Its max_value is lowered to `cap`. Creation is INSERT-if-missing, so many processes may race here
-    and all but one quietly find the row there. An existing row is left as it is. Without
-    `create_base`, a missing base row is RowMissing: it may be the caller's uncommitted one.
-    """
-    settings = app_settings()
-    sql = statements_for(connection, settings["LOCK_TIMEOUT"])
-    try:
-        with connection.cursor() as cursor, write_transaction(cursor, sql, callers=on_caller):
-            _insert_derived_row(
-                connection,
-                cursor,
-                alias,
-                name,
-                settings,
-                base_name=base_name,
-                period=period,
-                cap=cap,
-                create_base=create_base,
-            )
-    except DatabaseError as exc:
-        if is_lock_timeout(exc, sqlite_too=True):
-            raise RowBusy(str(exc)) from exc
-        raise
-
-
-def _insert_derived_row(
-    connection: BaseDatabaseWrapper,
-    cursor: Any,
-    alias: str,
-    name: str,
-    settings: dict[str, Any],
-    *,
-    base_name: str | None,
-    period: str | None,
-    cap: int | None,
-    create_base: bool = True,
-) -> None:
-    """Insert row `name` from its base row's step and limits (the base created first if allowed), capped."""
-    sql = statements_for(connection, settings["LOCK_TIMEOUT"])
-    if read_row(cursor, sql.select_row, name) is not None:
-        return
-    template: Row | None
-    if base_name is None:
-        template = new_row(alias, name, settings)
-    else:
-        template = read_row(cursor, sql.select_row, base_name)
-        if template is None:
-            if not create_base:
-                raise RowMissing
-            create_row(connection, cursor, sql.insert_if_missing, alias, base_name, settings)
-            template = read_row(cursor, sql.select_row, base_name)
-            if template is None:  # pragma: no cover - the insert above either created it or found it
-                raise SequenceNotFound(base_name, alias)
-    max_value = template.max_value if cap is None else min(template.max_value, cap)
-    if max_value < template.min_value:
-        raise SequenceMisconfigured(
-            name, f"its format holds numbers up to {cap}, below the sequence's min_value {template.min_value}"
-        )
-    step = min(template.step, max_value - template.min_value + 1)
-    row = Row(template.min_value - 1, step, template.min_value, max_value, template.cycle, 0)
-    create_row(
-        connection,
-        cursor,
-        sql.insert_if_missing,
-        alias,
-        name,
-        settings,
-        template=row,
-        base_name=base_name,
-        period=period,
-    )
-
-
 def ensure_derived_row(
     alias: str,
     name: str,
@@ -196,55 +110,83 @@ class _Making:
         return (self.name,) if self.base_name is None else (self.base_name, self.name)
 
     def attempt(self, connection: BaseDatabaseWrapper, plan: Plan) -> bool:
-        """Create the row on `connection`; a missing base row is made too, unless the caller's transaction may
-        hold it (a base row the committed table lacks, or a row held: RowMissing or RowBusy asks that
-        transaction; a table lock held elsewhere makes the question fail at once: no)."""
-        create_derived_row(
-            connection,
-            self.alias,
-            self.name,
-            base_name=self.base_name,
-            period=self.period,
-            cap=self.cap,
-            create_base=not plan.ask_caller,
-            on_caller=plan.use_caller,
-        )
+        """Create the row on `connection`, INSERT-if-missing, so that many processes may race here and all but one
+        quietly find it there. A missing base row is made too, unless the caller's transaction may hold it: then
+        RowMissing (as a row held, RowBusy) asks that transaction; a table lock held elsewhere makes the question
+        fail at once: no."""
+        sql = statements_for(connection, self.settings["LOCK_TIMEOUT"])
+        try:
+            with connection.cursor() as cursor, write_transaction(cursor, sql, callers=plan.use_caller):
+                self._insert(connection, cursor, create_base=not plan.ask_caller)
+        except DatabaseError as exc:
+            if is_lock_timeout(exc, sqlite_too=True):
+                raise RowBusy(str(exc)) from exc
+            raise
         return True
 
     def inside(self, caller: BaseDatabaseWrapper, plan: Plan) -> bool:
         """Create the row inside the caller's transaction, which holds what another connection would wait for."""
-        _create_inside(
-            caller, self.alias, self.name, self.settings, base_name=self.base_name, period=self.period, cap=self.cap
-        )
+        alias, name, timeout = self.alias, self.name, self.settings["LOCK_TIMEOUT"]
+        sql = statements_for(caller, timeout)
+        try:
+            with in_savepoint(caller, timeout) as cursor:
+                if sql.take_write_lock is not None:
+                    # Write before reading, so the caller's transaction waits for the lock instead of deadlocking.
+                    cursor.execute(sql.take_write_lock, [name])
+                self._insert(caller, cursor)
+        except DatabaseError as exc:
+            if is_lock_timeout(exc, sqlite_too=True):
+                raise SequenceUnavailable(name, alias, 1, RowBusy(str(exc))) from exc
+            raise
+        except TRANSIENT_ERRORS as exc:
+            raise SequenceUnavailable(name, alias, 1, exc) from exc
+        callers.remember(caller, name)
         return False
 
     def inside_if_held(self, caller: BaseDatabaseWrapper, plan: Plan) -> bool:
         """As inside(): the caller's transaction was found to hold the row, so a failure there is a named error."""
         return self.inside(caller, plan)
 
+    def _insert(self, connection: BaseDatabaseWrapper, cursor: Any, *, create_base: bool = True) -> None:
+        """Insert the row from its base row's step and limits (the base created first if allowed), capped at `cap`;
+        an existing row is left as it is. Without `create_base`, a missing base row is RowMissing: it may be the
+        caller's uncommitted one."""
+        name, cap = self.name, self.cap
+        sql = statements_for(connection, self.settings["LOCK_TIMEOUT"])
+        if read_row(cursor, sql.select_row, name) is not None:
+            return
+        template = self._template(connection, cursor, sql, create_base)
+        max_value = template.max_value if cap is None else min(template.max_value, cap)
+        if max_value < template.min_value:
+            raise SequenceMisconfigured(
+                name, f"its format holds numbers up to {cap}, below the sequence's min_value {template.min_value}"
+            )
+        step = min(template.step, max_value - template.min_value + 1)
+        row = Row(template.min_value - 1, step, template.min_value, max_value, template.cycle, 0)
+        create_row(
+            connection,
+            cursor,
+            sql.insert_if_missing,
+            self.alias,
+            name,
+            self.settings,
+            template=row,
+            base_name=self.base_name,
+            period=self.period,
+        )
 
-def _create_inside(
-    caller: BaseDatabaseWrapper,
-    alias: str,
-    name: str,
-    settings: dict[str, Any],
-    *,
-    base_name: str | None,
-    period: str | None,
-    cap: int | None,
-) -> None:
-    """Create the row inside the caller's transaction, which holds what another connection would wait for."""
-    sql = statements_for(caller, settings["LOCK_TIMEOUT"])
-    try:
-        with in_savepoint(caller, settings["LOCK_TIMEOUT"]) as cursor:
-            if sql.take_write_lock is not None:
-                # Write before reading, so the caller's transaction waits for the lock instead of deadlocking on it.
-                cursor.execute(sql.take_write_lock, [name])
-            _insert_derived_row(caller, cursor, alias, name, settings, base_name=base_name, period=period, cap=cap)
-    except DatabaseError as exc:
-        if is_lock_timeout(exc, sqlite_too=True):
-            raise SequenceUnavailable(name, alias, 1, RowBusy(str(exc))) from exc
-        raise
-    except TRANSIENT_ERRORS as exc:
-        raise SequenceUnavailable(name, alias, 1, exc) from exc
-    callers.remember(caller, name)
+    def _template(self, connection: BaseDatabaseWrapper, cursor: Any, sql: Statements, create_base: bool) -> Row:
+        """The row the new one takes its step and limits from: its base row (made first if missing and allowed),
+        or a new sequence's defaults."""
+        alias, base_name = self.alias, self.base_name
+        if base_name is None:
+            return new_row(alias, self.name, self.settings)
+        template = read_row(cursor, sql.select_row, base_name)
+        if template is None:
+            if not create_base:
+                raise RowMissing
+            create_row(connection, cursor, sql.insert_if_missing, alias, base_name, self.settings)
+            template = read_row(cursor, sql.select_row, base_name)
+            if template is None:  # pragma: no cover - the insert above either created it or found it
+                raise SequenceNotFound(base_name, alias)
+        return template
