@@ -110,8 +110,16 @@ def take(out: str, stop: str, snowflake: bool = False) -> None:
         now = time.monotonic()
         longest, last = max(longest, now - last), now
     with open(out, "w") as fh:
-        json.dump({"numbers": numbers, "errors": dict(errors), "longest_pause": longest, "marked": marked,
-                   "messages": messages}, fh)
+        json.dump(
+            {
+                "numbers": numbers,
+                "errors": dict(errors),
+                "longest_pause": longest,
+                "marked": marked,
+                "messages": messages,
+            },
+            fh,
+        )
 
 
 def create_sequences() -> None:
