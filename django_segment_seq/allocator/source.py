@@ -8,25 +8,16 @@ from typing import Protocol
 
 from django_segment_seq.allocator import loop
 from django_segment_seq.allocator.blocks import Block
-from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.allocator.request import Allocation, BlockRequest
 
 __all__ = ["BlockSource", "MemorySource", "TableSource"]
 
 
 class BlockSource(Protocol):
-    """Hands out a block the caller then owns: the same arguments and result whatever stands behind it."""
+    """Hands out a block the caller then owns: the same request and result whatever stands behind it."""
 
-    def allocate(
-        self,
-        alias: str,
-        name: str,
-        wanted: int = 1,
-        *,
-        prefer: int = 0,
-        create: bool = True,
-        background: bool = False,
-    ) -> Allocation:
-        """At least `wanted` numbers (about `prefer`, 0 meaning the row's step) of the row `name` in `alias`."""
+    def allocate(self, request: BlockRequest) -> Allocation:
+        """At least `wanted` numbers (about `prefer`, 0 meaning the row's step) of the request's row."""
         ...
 
 
@@ -45,19 +36,11 @@ class MemorySource:
         self._tops: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
 
-    def allocate(
-        self,
-        alias: str,
-        name: str,
-        wanted: int = 1,
-        *,
-        prefer: int = 0,
-        create: bool = True,
-        background: bool = False,
-    ) -> Allocation:
+    def allocate(self, request: BlockRequest) -> Allocation:
         """The next `max(wanted, prefer or step)` numbers of the row, which starts at 1 when first asked for."""
-        size = max(wanted, prefer or self.step)
+        size = max(request.wanted, request.prefer or self.step)
+        row = (request.alias, request.name)
         with self._lock:
-            first = self._tops.get((alias, name), 0) + 1
-            self._tops[(alias, name)] = first + size - 1
+            first = self._tops.get(row, 0) + 1
+            self._tops[row] = first + size - 1
         return Allocation(block=Block(first, first + size - 1), step=self.step)

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.allocator.request import Allocation
 from django_segment_seq.cache.stats import SequenceStats
 
 logger = logging.getLogger("django_segment_seq")

@@ -14,7 +14,6 @@ import os
 import random
 import threading
 import time
-from dataclasses import replace
 from typing import Any
 
 from django.core.signals import setting_changed
@@ -24,100 +23,18 @@ from django.dispatch import receiver
 from django_segment_seq.allocator import callers, seen
 from django_segment_seq.allocator.attempts import RowBusy
 from django_segment_seq.allocator.blocks import Block, Unused, unused_run
-from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.allocator.request import Allocation, BlockRequest
 from django_segment_seq.allocator.source import BlockSource
-from django_segment_seq.cache import events
 from django_segment_seq.cache.events import Fetch
 from django_segment_seq.cache.prefetch import prefetcher
 from django_segment_seq.cache.sizing import next_size
+from django_segment_seq.cache.slot import Slot, note_held
 from django_segment_seq.cache.sources import tiered
 from django_segment_seq.cache.stats import SequenceStats
 from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.rownames import require_valid_name
 from django_segment_seq.exceptions import SequenceUnavailable
-
-
-class _Slot:
-    """The cached range [first, last] of one sequence in this process, its prefetched successor and its figures."""
-
-    __slots__ = (
-        "alias",
-        "completed",
-        "contended",
-        "fetching",
-        "first",
-        "held",
-        "held_at",
-        "hint",
-        "last",
-        "lock",
-        "name",
-        "next",
-        "on_sqlite",
-        "pending",
-        "pending_version",
-        "ready",
-        "started",
-        "stats",
-        "trigger",
-        "version",
-    )
-
-    def __init__(self, alias: str, name: str, on_sqlite: bool) -> None:
-        self.alias = alias
-        self.name = name
-        self.lock = threading.Lock()
-        self.ready = threading.Condition(self.lock)  # notified when a background fetch ends
-        self.first = 1
-        self.next = 1
-        self.last = 0
-        # Numbers below `trigger` are handed out on the hot path; at `trigger` the slow path runs
-        # (prefetch, or a new range). Always <= last + 1.
-        self.trigger = 1
-        self.started = 0.0
-        self.pending: Block | None = None
-        # The row's version right after the current and the pending block were taken: what a give-back checks.
-        self.version: int | None = None
-        self.pending_version: int | None = None
-        self.fetching = False
-        # The latest fetch that found the row held by another transaction for LOCK_TIMEOUT, and when it ended:
-        # callers that arrived before then have waited as long already, and hear it instead of waiting again.
-        self.held: BaseException | None = None
-        self.held_at = 0.0
-        self.hint = 0  # the adaptive size asked for last; 0 means the row's step
-        self.completed: tuple[int, float] | None = None  # (size, seconds) of the latest range used up
-        self.contended = False  # the latest fetch lost a compare-and-set
-        self.on_sqlite = on_sqlite
-        # handed_out here counts numbers of earlier ranges; the current range's are next - first.
-        self.stats = SequenceStats()
-
-    def remaining(self) -> int:
-        return self.last - self.next + 1
-
-    def record(self, allocation: Allocation) -> None:
-        self.stats.ranges_fetched += 1
-        self.stats.retries += allocation.retries
-        self.stats.failures += allocation.failures
-        self.stats.busy += allocation.busy
-        self.stats.round_trips += allocation.round_trips
-        self.stats.row_step = allocation.step
-        self.stats.add_tier_figures(allocation)
-        self.contended = allocation.retries > 0
-
-    def fetched(self, allocation: Allocation, *, background: bool = False) -> None:
-        """Tell the listeners that a block was taken and its figures recorded here."""
-        events.emit(Fetch(self.alias, self.name, self, self.snapshot(), allocation, background))
-
-    def fetch_failed(self, error: BaseException) -> None:
-        """Tell the listeners that a background fetch failed: the next caller that runs out fetches itself."""
-        events.emit(Fetch(self.alias, self.name, self, self.snapshot(), None, True, error))
-
-    def snapshot(self) -> SequenceStats:
-        stats = replace(self.stats)
-        stats.handed_out += self.next - self.first
-        stats.step = self.last - self.first + 1 if self.last >= self.first else stats.step
-        return stats
 
 
 class RangeCache:
@@ -133,9 +50,9 @@ class RangeCache:
             self._slots.clear()
             self.by_name.clear()
         else:
-            self._slots: dict[tuple[str, str], _Slot] = {}
+            self._slots: dict[tuple[str, str], Slot] = {}
             # The slots of the one alias next_value() uses without being told (see api), by name alone.
-            self.by_name: dict[str, _Slot] = {}
+            self.by_name: dict[str, Slot] = {}
         self._guard = threading.Lock()
         self._pid = os.getpid()
         seen.forget()  # rows may be deleted or reset on purpose now: what was seen of them says nothing
@@ -256,13 +173,13 @@ class RangeCache:
             if slot is not None and self.by_name.get(name) is slot:
                 del self.by_name[name]
 
-    def _add_slot(self, alias: str, name: str) -> _Slot:
+    def _add_slot(self, alias: str, name: str) -> Slot:
         require_valid_name(name)
         on_sqlite = connections[alias].vendor == "sqlite"
         with self._guard:
-            return self._slots.setdefault((alias, name), _Slot(alias, name, on_sqlite))
+            return self._slots.setdefault((alias, name), Slot(alias, name, on_sqlite))
 
-    def _take_locked(self, slot: _Slot, count: int, arrived: float) -> range:
+    def _take_locked(self, slot: Slot, count: int, arrived: float) -> range:
         """The slow path, with slot.lock held: start a prefetch, switch to the prefetched range, or fetch.
 
         A caller that `arrived` before a fetch found the row held (while it waited for the slot's lock or for that
@@ -301,7 +218,7 @@ class RangeCache:
                 raise SequenceUnavailable(slot.name, slot.alias, 1, slot.held)
             return self._refill(slot, count)
 
-    def _take_holding_write_lock(self, slot: _Slot, count: int) -> range:
+    def _take_holding_write_lock(self, slot: Slot, count: int) -> range:
         """SQLite, caller's transaction holding the write lock: never wait for a thread that may wait for that lock."""
         if not slot.lock.acquire(timeout=sqlite.SLOT_WAIT):
             return self._provisional(slot, count)
@@ -314,10 +231,10 @@ class RangeCache:
         finally:
             slot.lock.release()
 
-    def _refill(self, slot: _Slot, wanted: int) -> range:
+    def _refill(self, slot: Slot, wanted: int) -> range:
         """A new block of at least max(step, wanted); returns its first `wanted` numbers and caches the rest."""
         try:
-            allocation = self.source.allocate(slot.alias, slot.name, wanted, prefer=self._next_size(slot))
+            allocation = self.source.allocate(BlockRequest(slot.alias, slot.name, wanted, prefer=self._next_size(slot)))
         except SequenceUnavailable as exc:
             note_held(slot, exc)
             raise
@@ -335,7 +252,7 @@ class RangeCache:
             slot.stats.handed_out += wanted
         return range(block.first, block.first + wanted)
 
-    def _hand_out_provisional(self, slot: _Slot, allocation: Allocation) -> range:
+    def _hand_out_provisional(self, slot: Slot, allocation: Allocation) -> range:
         """Hand out a block taken in the caller's transaction, exactly the numbers asked for, none kept.
 
         The caller's transaction may undo it (a rollback, a raw ROLLBACK TO SAVEPOINT the app cannot see), so no
@@ -346,15 +263,15 @@ class RangeCache:
         slot.stats.handed_out += block.size
         return range(block.first, block.last + 1)
 
-    def _provisional(self, slot: _Slot, count: int) -> range:
+    def _provisional(self, slot: Slot, count: int) -> range:
         """Numbers for a caller that may not wait for the slot: a new block inside its transaction."""
-        allocation = self.source.allocate(slot.alias, slot.name, count)
+        allocation = self.source.allocate(BlockRequest(slot.alias, slot.name, count))
         slot.record(allocation)  # without the slot's lock: figures only, read as approximate
         slot.stats.foreground_fetches += 1
         slot.fetched(allocation)
         return self._hand_out_provisional(slot, allocation)
 
-    def _set_range(self, slot: _Slot, block: Block, taken: int, version: int | None) -> None:
+    def _set_range(self, slot: Slot, block: Block, taken: int, version: int | None) -> None:
         """Make `block` the current range (its first `taken` numbers already handed out); the old rest is a gap.
 
         `version` is the row's version right after the block was taken (None: never to be given back).
@@ -375,10 +292,10 @@ class RangeCache:
             slot.trigger = min(slot.last + 1, slot.first + int(block.size * share))
 
     @staticmethod
-    def _prefetch_on(slot: _Slot) -> bool:
+    def _prefetch_on(slot: Slot) -> bool:
         return bool(app_settings()["PREFETCH"]) and (not slot.on_sqlite or sqlite.prefetch_allowed(slot.alias))
 
-    def _start_prefetch(self, slot: _Slot) -> None:
+    def _start_prefetch(self, slot: Slot) -> None:
         """Start a background fetch of the next range, once per range; a failed one is not retried here."""
         slot.trigger = slot.last + 1  # the hot path serves the rest of the range
         if slot.pending is not None or slot.fetching or not self._prefetch_on(slot):
@@ -386,9 +303,10 @@ class RangeCache:
         prefer = self._next_size(slot)
         slot.fetching = prefetcher.submit(functools.partial(self._fetch_in_background, slot, prefer))
 
-    def _fetch_in_background(self, slot: _Slot, prefer: int) -> None:
+    def _fetch_in_background(self, slot: Slot, prefer: int) -> None:
         try:
-            allocation = self.source.allocate(slot.alias, slot.name, 1, prefer=prefer, create=False, background=True)
+            request = BlockRequest(slot.alias, slot.name, 1, prefer=prefer, create=False, background=True)
+            allocation = self.source.allocate(request)
         except Exception as exc:
             # The next caller that runs out fetches in the foreground, where the error surfaces.
             with slot.lock:
@@ -409,7 +327,7 @@ class RangeCache:
             # else a caller fetched itself meanwhile: this block is a gap
             slot.ready.notify_all()
 
-    def _next_size(self, slot: _Slot) -> int:
+    def _next_size(self, slot: Slot) -> int:
         """The range size to ask for (0 means the row's step); see sizing.next_size for the rule."""
         settings = app_settings()
         if not settings["ADAPTIVE_STEP"]:
@@ -429,12 +347,6 @@ class RangeCache:
         if size < slot.hint < settings["MAX_STEP"]:
             return int(slot.hint * random.uniform(0.8, 1.0))
         return slot.hint
-
-
-def note_held(slot: _Slot, exc: BaseException) -> None:
-    """Keep a fetch's failure on the slot (its lock held) when it was the row held elsewhere for LOCK_TIMEOUT."""
-    if isinstance(exc, SequenceUnavailable) and isinstance(exc.__cause__, RowBusy):
-        slot.held, slot.held_at = exc, time.monotonic()
 
 
 ranges = RangeCache()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.allocator.request import Allocation, BlockRequest
 from django_segment_seq.allocator.source import BlockSource
 from django_segment_seq.redistier.source import RedisSource, redis_source
 
@@ -16,19 +16,10 @@ class TieredSource:
         self.table = table
         self.redis = redis
 
-    def allocate(
-        self,
-        alias: str,
-        name: str,
-        wanted: int = 1,
-        *,
-        prefer: int = 0,
-        create: bool = True,
-        background: bool = False,
-    ) -> Allocation:
+    def allocate(self, request: BlockRequest) -> Allocation:
         """The block from the source that serves this row (Redis: on the tier and at most MAX_BLOCK numbers)."""
-        source: BlockSource = self.redis if self.redis.serves(alias, name, wanted) else self.table
-        return source.allocate(alias, name, wanted, prefer=prefer, create=create, background=background)
+        source: BlockSource = self.redis if self.redis.serves(request) else self.table
+        return source.allocate(request)
 
 
 # The cache's source unless it is given another (tests give it a MemorySource).

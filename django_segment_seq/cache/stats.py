@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.allocator.request import Allocation
 
 # The Redis tier's figures (docs/redis.md): blocks taken from Redis, super-segments installed, states made by
 # another server process dropped, super-segments abandoned after an unclear INSTALL, blocks taken from the

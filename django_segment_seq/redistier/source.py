@@ -24,7 +24,7 @@ from django.db import DatabaseError, InterfaceError
 from django.dispatch import receiver
 
 from django_segment_seq.allocator.blocks import Block
-from django_segment_seq.allocator.loop import Allocation
+from django_segment_seq.allocator.request import Allocation, BlockRequest
 from django_segment_seq.allocator.source import BlockSource, TableSource
 from django_segment_seq.allocator.tier_figures import TierFigures
 from django_segment_seq.conf import SETTING_NAME, app_settings
@@ -41,18 +41,23 @@ logger = logging.getLogger("django_segment_seq")
 BIGINT_OFFSET = 2**63
 
 
-@dataclass(slots=True)
-class _Request:
-    alias: str
-    name: str
-    wanted: int
-    prefer: int
-    create: bool
-    background: bool
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One call of RedisSource.allocate: the cache's request, unchanged, with what the tier brings to it."""
+
+    request: BlockRequest
     config: TierConfig
     figures: TierFigures
     # The block taken from Redis, with the figures and the costs of any reservation made for it.
     result: Allocation
+
+    @property
+    def name(self) -> str:
+        return self.request.name
+
+    @property
+    def row(self) -> tuple[str, str]:
+        return (self.request.alias, self.request.name)
 
 
 # With FALLBACK on, how long a process that finds the row empty waits for another process's refill before it
@@ -88,92 +93,86 @@ class RedisSource:
         self.table = table
         self.learned = Learned()
 
-    def serves(self, alias: str, name: str, wanted: int) -> bool:
+    def serves(self, request: BlockRequest) -> bool:
         """Whether this row's block comes from Redis: on the tier, at most MAX_BLOCK, and the deployment known."""
         config = tier_config()
-        if config is None or not config.covers(name) or wanted > config.max_block:
+        if config is None or not config.covers(request.name) or request.wanted > config.max_block:
             return False
-        if (alias, name) in self.learned.refused:
+        if (request.alias, request.name) in self.learned.refused:
             return False
         try:
-            deployment(alias)  # read once per process: the database down, the table path says so as it always has
+            deployment(
+                request.alias
+            )  # read once per process: the database down, the table path says so as it always has
         except (DatabaseError, InterfaceError):
             return False
         return True
 
-    def allocate(
-        self,
-        alias: str,
-        name: str,
-        wanted: int = 1,
-        *,
-        prefer: int = 0,
-        create: bool = True,
-        background: bool = False,
-    ) -> Allocation:
+    def allocate(self, request: BlockRequest) -> Allocation:
         """A block from Redis for a row it serves(); the table's while Redis is left alone (FALLBACK)."""
         import redis  # the redis extra: tier_config() is None without it
 
+        alias, name = request.alias, request.name
         config = tier_config()
         if config is None or not config.covers(name):
             raise SequenceMisconfigured(name, "it is not on the Redis tier (REDIS['SEQUENCES'])")
         figures = TierFigures()
-        request = _Request(alias, name, wanted, prefer, create, background, config, figures, Allocation(tier=figures))
+        call = _Call(request, config, figures, Allocation(tier=figures))
         learned = self.learned
         if time.monotonic() < max(learned.skip_until, learned.stalled.get((alias, name), 0.0)):
             if not config.fallback:
                 error = redis.ConnectionError(f"it failed less than RETRY_AFTER ({config.retry_after:g} s) ago")
                 raise SequenceRedisUnavailable(name, alias, error, config.retry_after)
-            return self._from_table(request)
+            return self._from_table(call)
         try:
-            return self._from_redis(request)
+            return self._from_redis(call)
         except redis_errors() as exc:
-            return self._after_error(request, exc)
+            return self._after_error(call, exc)
 
-    def _from_redis(self, request: _Request) -> Allocation:
+    def _from_redis(self, call: _Call) -> Allocation:
         """TAKE until Redis hands out a block, refilling it when it holds nothing valid; the table if a refill
         stalls."""
-        config, result = request.config, request.result
+        config, result = call.config, call.result
         learned = self.learned
         tier = clients.tier(config.raw)
-        key, lease = state_keys(config, request.alias, request.name)
-        want = min(max(request.wanted, request.prefer or config.max_block), config.max_block)
+        key, lease = state_keys(config, call.request.alias, call.name)
+        want = min(max(call.request.wanted, call.request.prefer or config.max_block), config.max_block)
         # A refill in flight elsewhere is waited for a moment with FALLBACK on (then the table serves this call, and
         # this row's next calls while the lease can last), else as long as its lease can last.
         deadline = time.monotonic() + (REFILL_WAIT if config.fallback else _lease_seconds())
         pause = 0.001
         while True:
-            reply = tier.take(keys=[key], args=[request.wanted, want, config.refill_at])
+            reply = tier.take(keys=[key], args=[call.request.wanted, want, config.refill_at])
             code = int(reply[0])
             if code == 1:
                 base = int(reply[1])
                 result.block = Block(base + int(reply[2]), base + int(reply[3]))
-                result.step = learned.steps.get((request.alias, request.name), 0)
-                request.figures.takes += 1
+                result.step = learned.steps.get(call.row, 0)
+                call.figures.takes += 1
                 if int(reply[4]):
-                    self._refill_ahead(request, tier, key, lease)
+                    self._refill_ahead(call, tier, key, lease)
                 return result
             if code == -2:
-                request.figures.fenced += 1
+                call.figures.fenced += 1
                 logger.warning(
                     "Sequence %r: Redis held a state made by another server process or history (%s): dropped, "
                     "refilled from the table (its unused numbers are a gap).",
-                    request.name, _text(reply[1])[:12],
+                    call.name, _text(reply[1])[:12],
                 )  # fmt: skip
-            installed, own = self._refill(request, tier, key, lease, urgent=True)
+            installed, own = self._refill(call, tier, key, lease, urgent=True)
             if own is not None:
                 return own
             if installed:
                 continue
             if time.monotonic() >= deadline:
                 if config.fallback:  # another process's refill is slow or stuck: the table serves meanwhile
-                    learned.stalled[(request.alias, request.name)] = time.monotonic() + STALL_SKIP
-                return self._from_table(request)
+                    learned.stalled[call.row] = time.monotonic() + STALL_SKIP
+                return self._from_table(call)
             time.sleep(pause)
             pause = min(pause * 2, 0.02)
 
     def _refill(
-        self, request: _Request, tier: clients.Tier, key: str, lease: str, *, urgent: bool
+        self, call: _Call, tier: clients.Tier, key: str, lease: str, *, urgent: bool
     ) -> tuple[bool, Allocation | None]:
         """Reserve a super-segment from the table and offer it to Redis once, under the row's lease.
 
@@ -188,81 +187,67 @@ class RedisSource:
         try:
             if not urgent and tier.client.hexists(key, "pbase"):
                 return False, None  # another process's refill came first
-            reservation = self.table.allocate(
-                request.alias,
-                request.name,
-                request.wanted,
-                prefer=self._super_size(request),
-                create=request.create,
-                background=request.background,
-            )
-            if self._keep_off_redis(request, reservation):
-                return False, _merged(reservation, request.result)
-            _add_costs(request.result, reservation)
+            reservation = self.table.allocate(call.request.preferring(self._super_size(call)))
+            if self._keep_off_redis(call, reservation):
+                return False, _merged(reservation, call.result)
+            _add_costs(call.result, reservation)
             if _skipped(reservation):  # the table's fence skipped (a restore or failover): Redis's states are older
                 why = "the table skipped ahead (a restore or failover)"
-                _retire(request, tier, key, reservation.block.first - 1, why)
-            return _install(request, tier, key, reservation.block), None
+                _retire(call, tier, key, reservation.block.first - 1, why)
+            return _install(call, tier, key, reservation.block), None
         finally:
             with contextlib.suppress(Exception):  # the lease expires by itself (LockNotOwnedError: it did)
                 held.release()
 
-    def _refill_ahead(self, request: _Request, tier: clients.Tier, key: str, lease: str) -> None:
+    def _refill_ahead(self, call: _Call, tier: clients.Tier, key: str, lease: str) -> None:
         """The refill Redis asked for with a block in hand: its failure costs that block nothing, it is only logged."""
         try:
-            self._refill(request, tier, key, lease, urgent=False)
+            self._refill(call, tier, key, lease, urgent=False)
         except Exception as exc:  # noqa: BLE001 - the next TAKE that finds Redis empty refills, or fails, itself
             if type(exc).__module__.startswith("redis"):
-                self.learned.skip_until = time.monotonic() + request.config.retry_after
-            logger.warning("Sequence %r: reserving the next super-segment for Redis failed: %s", request.name, exc)
+                self.learned.skip_until = time.monotonic() + call.config.retry_after
+            logger.warning("Sequence %r: reserving the next super-segment for Redis failed: %s", call.name, exc)
 
-    def _keep_off_redis(self, request: _Request, reservation: Allocation) -> bool:
+    def _keep_off_redis(self, call: _Call, reservation: Allocation) -> bool:
         """A block taken inside the caller's transaction (it may roll back), or a cycling row, never goes to Redis."""
-        row, key = reservation.row, (request.alias, request.name)
+        row, key = reservation.row, call.row
         if row is not None:
             self.learned.caps[key] = max(1, (row.max_value - row.min_value + 1) // 64)
             self.learned.steps[key] = row.step
             if row.cycle:
                 self.learned.refused.add(key)
-                logger.warning("Sequence %r cycles: it takes its blocks from the table, not from Redis.", request.name)
+                logger.warning("Sequence %r cycles: it takes its blocks from the table, not from Redis.", call.name)
                 return True
         return reservation.provisional
 
-    def _super_size(self, request: _Request) -> int:
+    def _super_size(self, call: _Call) -> int:
         """SUPER_STEP (or the row's SUPER_STEPS entry), at most a 64th of the row's limits.
 
         Until this process has seen the row's limits, MAX_BLOCK: a four-digit daily row must not lend its
         whole day to Redis at its first refill, where a fault would cost all of it.
         """
-        size = request.config.super_size(request.name)
-        cap = self.learned.caps.get((request.alias, request.name))
-        return min(size, request.config.max_block if cap is None else cap)
+        size = call.config.super_size(call.name)
+        cap = self.learned.caps.get(call.row)
+        return min(size, call.config.max_block if cap is None else cap)
 
-    def _after_error(self, request: _Request, error: Exception) -> Allocation:
+    def _after_error(self, call: _Call, error: Exception) -> Allocation:
         """Redis failed: leave it alone for RETRY_AFTER seconds and take the block from the table (FALLBACK)."""
-        config = request.config
+        config = call.config
         self.learned.skip_until = time.monotonic() + config.retry_after
         if not config.fallback:
-            raise SequenceRedisUnavailable(request.name, request.alias, error, config.retry_after) from error
+            raise SequenceRedisUnavailable(call.name, call.request.alias, error, config.retry_after) from error
         logger.warning(
             "Sequence %r: Redis failed (%s): blocks come from the table for %g s.",
-            request.name, error, config.retry_after,
+            call.name, error, config.retry_after,
         )  # fmt: skip
-        return self._from_table(request)
+        return self._from_table(call)
 
-    def _from_table(self, request: _Request) -> Allocation:
+    def _from_table(self, call: _Call) -> Allocation:
         """Today's path, counted as a fallback; never a larger block than a super-segment."""
-        prefer = min(request.prefer, self._super_size(request))
-        allocation = self.table.allocate(
-            request.alias,
-            request.name,
-            request.wanted,
-            prefer=prefer,
-            create=request.create,
-            background=request.background,
-        )
-        request.figures.fallbacks += 1
-        return _merged(allocation, request.result)
+        prefer = min(call.request.prefer, self._super_size(call))
+        allocation = self.table.allocate(call.request.preferring(prefer))
+        call.figures.fallbacks += 1
+        return _merged(allocation, call.result)
 
 
 def redis_errors() -> tuple[type[Exception], ...]:
@@ -284,7 +269,7 @@ def pad(number: int) -> str:
     return f"{number + BIGINT_OFFSET:020d}"
 
 
-def _install(request: _Request, tier: clients.Tier, key: str, block: Block) -> bool:
+def _install(call: _Call, tier: clients.Tier, key: str, block: Block) -> bool:
     """INSTALL the super-segment, once; no clear answer abandons it (a gap) before the error goes on.
 
     True when Redis holds it now. A super-segment not above what Redis holds was lent by the table again: unless
@@ -293,35 +278,35 @@ def _install(request: _Request, tier: clients.Tier, key: str, block: Block) -> b
     try:
         reply = tier.install(keys=[key], args=[str(block.first - 1), block.size, pad(block.first), pad(block.last)])
     except Exception:
-        _abandon(request, block, "Redis gave no clear answer to its INSTALL")
+        _abandon(call, block, "Redis gave no clear answer to its INSTALL")
         raise
     code = int(reply[0])
     if code == 1 and len(reply) > 1:
-        request.figures.fenced += 1
+        call.figures.fenced += 1
         logger.warning(
             "Sequence %r: Redis held a state made by another server process or history (%s): replaced.",
-            request.name, _text(reply[1])[:12],
+            call.name, _text(reply[1])[:12],
         )  # fmt: skip
     if code in (1, 2, 3):
-        request.figures.refills += int(code != 3)
+        call.figures.refills += int(code != 3)
         return True
     if code == 0:
         top = int(_text(reply[1])) - BIGINT_OFFSET
-        if _caught_up(request, top):
-            _retire(request, tier, key, top, f"the table stood below {top}, the top of what it had lent Redis")
-            _abandon(request, block, "the table went back below what Redis holds (a restore?): moved past it")
+        if _caught_up(call, top):
+            _retire(call, tier, key, top, f"the table stood below {top}, the top of what it had lent Redis")
+            _abandon(call, block, "the table went back below what Redis holds (a restore?): moved past it")
             return False
-    _abandon(request, block, "Redis refused it (another process's refill came first)")
+    _abandon(call, block, "Redis refused it (another process's refill came first)")
     return False
 
 
-def _caught_up(request: _Request, top: int) -> bool:
+def _caught_up(call: _Call, top: int) -> bool:
     """Whether the row stood below `top` and was moved up to it; a database error leaves that to the next refill."""
     try:
-        return table.catch_up(request.alias, request.name, top)
+        return table.catch_up(call.request.alias, call.name, top)
     except (DatabaseError, InterfaceError) as exc:
         logger.warning(
-            "Sequence %r: moving the row up to %d, the top of Redis's state, failed: %s", request.name, top, exc
+            "Sequence %r: moving the row up to %d, the top of Redis's state, failed: %s", call.name, top, exc
         )
         return False
 
@@ -332,11 +317,11 @@ def _skipped(reservation: Allocation) -> bool:
     return row is not None and reservation.block.first - 1 > max(row.value, row.min_value - 1)
 
 
-def _retire(request: _Request, tier: clients.Tier, key: str, floor: int, why: str) -> None:
+def _retire(call: _Call, tier: clients.Tier, key: str, floor: int, why: str) -> None:
     """Empty the row's state in Redis and refuse any super-segment at or below `floor` there from now on."""
     tier.retire(keys=[key], args=[pad(floor)])
-    request.figures.fenced += 1
-    logger.warning("Sequence %r: the Redis state was emptied (its unused numbers are a gap): %s.", request.name, why)
+    call.figures.fenced += 1
+    logger.warning("Sequence %r: the Redis state was emptied (its unused numbers are a gap): %s.", call.name, why)
 
 
 def _lease_seconds() -> float:
@@ -344,11 +329,11 @@ def _lease_seconds() -> float:
     return 2 * float(app_settings()["LOCK_TIMEOUT"]) + 1
 
 
-def _abandon(request: _Request, block: Block, why: str) -> None:
-    request.figures.abandoned += 1
+def _abandon(call: _Call, block: Block, why: str) -> None:
+    call.figures.abandoned += 1
     logger.warning(
         "Sequence %r: super-segment %d to %d abandoned, never offered again (a gap): %s.",
-        request.name, block.first, block.last, why,
+        call.name, block.first, block.last, why,
     )  # fmt: skip
 
 

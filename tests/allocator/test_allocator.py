@@ -12,6 +12,7 @@ from django_segment_seq import (
     sequence_stats,
 )
 from django_segment_seq.allocator.loop import allocate
+from django_segment_seq.allocator.request import BlockRequest
 from django_segment_seq.models import Sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,8 +32,8 @@ def test_first_number_of_explicit_row_is_its_min_value():
 
 def test_each_allocation_takes_one_step():
     Sequence.objects.create(name="s", step=10)
-    assert allocate("default", "s").block == (1, 10)
-    assert allocate("default", "s").block == (11, 20)
+    assert allocate(BlockRequest("default", "s")).block == (1, 10)
+    assert allocate(BlockRequest("default", "s")).block == (11, 20)
     assert Sequence.objects.get(name="s").value == 20
 
 

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 
 from django_segment_seq import clear_cache, next_value
 from django_segment_seq.allocator import connections as private
-from django_segment_seq.allocator import loop
+from django_segment_seq.allocator import retry
 from django_segment_seq.allocator.connections import open_private_connection, split_address
 from django_segment_seq.db.nodes import NOT_A_CLUSTER, node_state, state_of
 from django_segment_seq.exceptions import SequenceUnavailable
@@ -163,7 +163,7 @@ def hold_row(name: str, seconds: float, locked: threading.Event) -> None:
 def test_a_galera_node_waits_cluster_pause_not_lock_timeout(settings, monkeypatch, galera):
     """A row held for 2.5 s: LOCK_TIMEOUT 1 s gives up on a plain server; CLUSTER_PAUSE 6 s waits it out on Galera."""
     settings.SEGMENT_SEQ = {**KEPT, "LOCK_TIMEOUT": 1, "CLUSTER_PAUSE": 6}
-    monkeypatch.setattr(loop, "on_galera", lambda connection: galera)
+    monkeypatch.setattr(retry, "on_galera", lambda connection: galera)
     next_value("paused")
     Sequence.objects.filter(name="paused").update(value=1000)  # the cached range is left behind
     clear_cache()

@@ -66,10 +66,10 @@ def test_failed_background_fetch_is_recovered_in_the_foreground(monkeypatch):
     assert next_value("s") == 1
     real = cache.ranges.source.allocate
 
-    def fails_in_background(*args, **kwargs):
-        if kwargs.get("create") is False:
+    def fails_in_background(request):
+        if request.create is False:
             raise SequenceUnavailable("s", ALIAS, 1, OperationalError("gone"))
-        return real(*args, **kwargs)
+        return real(request)
 
     monkeypatch.setattr(cache.ranges, "source", SimpleNamespace(allocate=fails_in_background))
     got = [1] + [next_value("s") for _ in range(120)]
@@ -140,11 +140,11 @@ def test_fork_during_prefetch_hands_out_no_duplicates(monkeypatch, tmp_path, in_
     real = cache.ranges.source.allocate
     started = threading.Event()
 
-    def slow_background(*args, **kwargs):
-        if kwargs.get("create") is False and in_flight:
+    def slow_background(request):
+        if request.create is False and in_flight:
             started.set()
             time.sleep(0.5)  # the block is taken after the fork, while children run
-        return real(*args, **kwargs)
+        return real(request)
 
     monkeypatch.setattr(cache.ranges, "source", SimpleNamespace(allocate=slow_background))
     parent = [next_value("f") for _ in range(30)]  # past the prefetch point
@@ -193,9 +193,9 @@ def test_exit_with_a_prefetch_in_flight_is_clean(transactional_db):
         "from django_segment_seq import next_value\n"
         "from django_segment_seq.cache import range_cache as cache\n"
         "real = cache.ranges.source.allocate\n"
-        "def slow(*a, **k):\n"
-        "    if k.get('create') is False: time.sleep(30)\n"
-        "    return real(*a, **k)\n"
+        "def slow(request):\n"
+        "    if request.create is False: time.sleep(30)\n"
+        "    return real(request)\n"
         "cache.ranges.source = types.SimpleNamespace(allocate=slow)\n"
         "print(sum(next_value('x') for _ in range(5)))\n"
     )

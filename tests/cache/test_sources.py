@@ -6,6 +6,7 @@ import threading
 import pytest
 from django.test import override_settings
 
+from django_segment_seq.allocator.request import BlockRequest
 from django_segment_seq.allocator.source import MemorySource, TableSource
 from django_segment_seq.cache.range_cache import RangeCache, ranges
 from django_segment_seq.cache.sources import TieredSource
@@ -37,5 +38,5 @@ def test_a_cache_over_a_memory_source_hands_out_each_number_once():
 
 def test_the_process_cache_asks_the_table_for_rows_off_the_redis_tier():
     assert isinstance(ranges.source, TieredSource) and isinstance(ranges.source.table, TableSource)
-    block = ranges.source.allocate("default", "off-tier", 3).block
+    block = ranges.source.allocate(BlockRequest("default", "off-tier", 3)).block
     assert block.size >= 3 and Sequence.objects.get(name="off-tier").value >= block.last

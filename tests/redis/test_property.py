@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
+from django_segment_seq.allocator.request import BlockRequest
 from django_segment_seq.cache.sources import tiered
 from django_segment_seq.models import Sequence
 from django_segment_seq.redistier.config import tier_config
@@ -49,7 +50,7 @@ def test_random_interleavings_never_repeat(settings, redis_server, steps):
     held: list[tuple[int, int]] = []
     for action, count in steps:
         if action == "take":
-            block = allocate("default", name, count, prefer=count).block
+            block = allocate(BlockRequest("default", name, count, prefer=count)).block
             assert block.size >= count
             held.append((block.first, block.last))
             assert Sequence.objects.get(name=name).value >= block.last  # the table stays above Redis

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from django_segment_seq import next_value, next_values, sequence_stats
+from django_segment_seq.allocator.request import BlockRequest
 from django_segment_seq.api import clear_cache
 from django_segment_seq.cache.sources import tiered
 from django_segment_seq.models import Sequence
@@ -106,7 +107,7 @@ def test_a_block_taken_in_the_callers_transaction_never_goes_to_redis(settings, 
     settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": tier(redis_server.url)}
     with transaction.atomic():
         Sequence.objects.create(name="r8", step=5)  # this transaction holds the new row
-        allocation = allocate("default", "r8", 1)
+        allocation = allocate(BlockRequest("default", "r8", 1))
         assert allocation.provisional
     assert redis_server.client().keys("*r8*") == []
 

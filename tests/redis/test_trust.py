@@ -15,6 +15,7 @@ from django.db import connections
 
 from django_segment_seq import models as app_models
 from django_segment_seq import next_value, next_values
+from django_segment_seq.allocator.request import BlockRequest
 from django_segment_seq.api import clear_cache
 from django_segment_seq.cache.sources import tiered
 from django_segment_seq.models import Sequence
@@ -94,7 +95,7 @@ def test_an_install_sent_twice_is_never_handed_out(settings, redis_server):
         return once(**kwargs)
 
     tier.install = twice
-    blocks = [allocate("default", "r-twice", 1).block for _ in range(5)]
+    blocks = [allocate(BlockRequest("default", "r-twice", 1)).block for _ in range(5)]
     numbers = [number for block in blocks for number in range(block.first, block.last + 1)]
     print(f"\n[install sent twice] blocks {[(b.first, b.last) for b in blocks]}")
     assert_unique(numbers)
@@ -237,7 +238,7 @@ def test_a_super_segment_reserved_before_advance_is_refused_after_it(settings, r
 
     use_tier(settings, redis_server.url)
     take("r10", 5)
-    late = loop.allocate("default", "r10", 1, prefer=2000).block  # a refill in flight when advance runs
+    late = loop.allocate(BlockRequest("default", "r10", 1, prefer=2000)).block  # a refill in flight when advance runs
     call_command("segment_seq", "advance", "--by", "100000", "r10")
     advanced = Sequence.objects.get(name="r10").value
     tier = clients.tier(tier_config().raw)  # type: ignore[union-attr]
