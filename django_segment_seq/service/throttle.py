@@ -76,6 +76,12 @@ def counted(cache: BaseCache, name: str, rate: Rate) -> bool:
     return bool(count <= rate.limit)
 
 
+# A claim whose write failed (SQLite answers a contended write with "database is locked" at once, without waiting)
+# is tried again this many times, after pauses growing by CLAIM_PAUSE: 1.3 s in all at most, a bounded wait.
+CLAIM_RETRIES = 10
+CLAIM_PAUSE = 0.025
+
+
 def claimed(cache: BaseCache, name: str, limit: int, timeout: int) -> bool:
     """Claim the first free of the keys name:1 ... name:limit with add(); `name` holds the highest claimed, a
     hint that may lag (never lead), so a request past the limit costs one read and no write."""
@@ -85,8 +91,9 @@ def claimed(cache: BaseCache, name: str, limit: int, timeout: int) -> bool:
         if cache.add(key, 1, timeout=timeout):
             cache.set(name, number + 1, timeout=timeout)
             return True
-        if cache.get(key) is None and failures < 3:  # the write failed (a lock), not the claim: try it again
+        if cache.get(key) is None and failures < CLAIM_RETRIES:  # the write failed (a lock), not the claim
             failures += 1
+            time.sleep(CLAIM_PAUSE * failures)  # SQLite refuses a busy write at once: give the writer a moment
             continue
         number += 1
     return False

@@ -10,7 +10,7 @@ from django.core import checks as django_checks
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from django_segment_seq import checks
+from django_segment_seq.checks import client_table as checks
 from django_segment_seq.db.client_table import CLIENT_TABLE, client_rows
 from django_segment_seq.service.authentication import client_caller
 from django_segment_seq.service.models import Client
