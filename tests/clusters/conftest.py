@@ -8,6 +8,7 @@ side. Under CI=true a cluster that cannot start fails its tests, never skips the
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,3 +67,13 @@ def galera(galera_cluster: GaleraCluster) -> GaleraCluster:
             node.start()
     galera_cluster.wait_synced(galera_cluster.nodes, 3, REJOIN_TIMEOUT)
     return galera_cluster
+
+
+@pytest.fixture
+def folder(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A folder the servers, run as postgres or mysql, may enter (pytest's own temporary folders are closed to
+    them); removed after the test."""
+    made = Path(tempfile.mkdtemp(prefix=f"segseq-{request.node.module.__name__.rsplit('.', 1)[-1]}-"))
+    os.chmod(made, 0o755)
+    yield made
+    shutil.rmtree(made, ignore_errors=True)

@@ -11,13 +11,7 @@ the other two a Primary component of two) before it is judged, else it fails.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
-from pathlib import Path
-
-import pytest
 
 from tests.support.partition_galera import PORT, NamespacedGalera
 from tests.support.partition_runs import errors_of, finish, repeats_in, run_to_end, start_worker, wait_ready
@@ -39,15 +33,6 @@ MAJORITY_BOUND = 20.0
 REJOIN = 60.0
 AFTER_REJOIN = 3.0
 ALLOWED_ERRORS = {"cached:SequenceUnavailable", "gapless:SequenceUnavailable", "gapless:OperationalError"}
-
-
-@pytest.fixture
-def folder():
-    """A folder the servers, run as mysql, may enter (pytest's own temporary folders are closed to it)."""
-    made = Path(tempfile.mkdtemp(prefix="segseq-galera-partition-"))
-    os.chmod(made, 0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
 
 
 def test_a_minority_node_cut_off_bounds_its_callers_and_rejoins(network, folder):

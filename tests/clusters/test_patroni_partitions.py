@@ -12,10 +12,7 @@ was promoted.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
@@ -33,15 +30,6 @@ ALLOWED_ERRORS = {"cached:SequenceUnavailable", "gapless:SequenceUnavailable", "
 # The longest call of any process: a commit on the old leader waits for its synchronous standby until Patroni
 # demotes it (retry_timeout, then a restart), then the retries of a connection that finds no writable server.
 LONGEST_CALL = patroni.TTL + 10.0
-
-
-@pytest.fixture
-def folder():
-    """A folder the members, run as postgres, may enter."""
-    made = Path(tempfile.mkdtemp(prefix="segseq-patroni-partition-"))
-    os.chmod(made, 0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
 
 
 def test_a_leader_cut_off_from_etcd_and_its_replica_demotes_itself(network, folder):

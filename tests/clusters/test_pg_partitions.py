@@ -19,10 +19,8 @@ A flaky link, not a cut: 30 % of the packets between the application and the pri
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,15 +62,6 @@ ROW_VALUES = "SELECT name, value FROM django_segment_seq_sequence"
 # What callers may see: SequenceUnavailable; and a gapless number, taken in the caller's own transaction on Django's
 # own connection, the error of that connection (the caller's to handle, as for any query of its own).
 ALLOWED_ERRORS = {"cached:SequenceUnavailable", "gapless:SequenceUnavailable", "gapless:OperationalError"}
-
-
-@pytest.fixture
-def folder():
-    """A folder the servers, run as postgres, may enter (pytest's own temporary folders are closed to it)."""
-    made = Path(tempfile.mkdtemp(prefix="segseq-partition-"))
-    os.chmod(made, 0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
 
 
 class PgPair:
