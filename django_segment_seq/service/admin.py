@@ -18,6 +18,10 @@ else:
     _ClientAdminBase = admin.ModelAdmin
 
 
+# What the service writes on a client's row: shown on its page, never edited there.
+KEPT = ["previous_valid_until", "created_at", "last_used_at", "requests", "numbers", "rows_created"]
+
+
 @admin.register(Client)
 class ClientAdmin(_ClientAdminBase):
     list_display = [
@@ -33,30 +37,8 @@ class ClientAdmin(_ClientAdminBase):
     ]
     list_filter = ["revoked_at"]
     search_fields = ["name", "sequences"]
-    readonly_fields = [
-        "token_start",
-        "previous_valid_until",
-        "created_at",
-        "last_used_at",
-        "requests",
-        "numbers",
-        "rows_created",
-    ]
-    fields = [
-        "name",
-        "token_start",
-        "sequences",
-        "max_count",
-        "rate",
-        "max_new_rows",
-        "revoked_at",
-        "previous_valid_until",
-        "created_at",
-        "last_used_at",
-        "requests",
-        "numbers",
-        "rows_created",
-    ]
+    readonly_fields = ["token_start", *KEPT]
+    fields = ["name", "token_start", "sequences", "max_count", "rate", "max_new_rows", "revoked_at", *KEPT]
     # The request attribute holding the token of the client just added, until the answer's page shows it.
     new_token_attribute = "segment_seq_new_token"
 
