@@ -14,8 +14,7 @@ from __future__ import annotations
 import time
 
 from tests.support.partition_galera import PORT, NamespacedGalera
-from tests.support.partition_runs import errors_of, finish, repeats_in, run_to_end, start_worker, wait_ready
-from tests.support.partition_worker import ROWS
+from tests.support.partition_runs import errors_of, finish, numbers_of, repeats_in, run_to_end, start_worker, wait_ready
 
 DATABASE = "segseq_partition"
 WORKERS_PER_SIDE = 2
@@ -80,7 +79,7 @@ def test_a_minority_node_cut_off_bounds_its_callers_and_rejoins(network, folder)
             runs = finish(workers, folder)
     finally:
         cluster.stop()
-    numbers = {row: [n for run in runs for n in run["numbers"][row]] for row in ROWS}
+    numbers = numbers_of(runs)
     errors = errors_of(runs)
     moved, cut_off = runs[:WORKERS_PER_SIDE], runs[WORKERS_PER_SIDE:]
     during = [sum(run["after_marks"][0].values()) - sum(run["after_marks"][1].values()) for run in moved]

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support import patroni
 from tests.support.partition_patroni import PG_PORT, NamespacedPatroni
-from tests.support.partition_runs import errors_of, finish, repeats_in, run_to_end, start_worker, wait_ready
+from tests.support.partition_runs import errors_of, finish, numbers_of, repeats_in, run_to_end, start_worker, wait_ready
 from tests.support.partition_worker import ROWS
 
 DATABASE = "segseq_partition"
@@ -82,7 +82,7 @@ def test_a_leader_cut_off_from_etcd_and_its_replica_demotes_itself(network, fold
             runs = finish(workers, folder)
     finally:
         cluster.stop()
-    numbers = {row: [n for run in runs for n in run["numbers"][row]] for row in ROWS}
+    numbers = numbers_of(runs)
     errors = errors_of(runs)
     old, new = runs[:WORKERS_PER_SIDE], runs[WORKERS_PER_SIDE:]
     new_after = sum(sum(run["after_mark"].values()) for run in new)

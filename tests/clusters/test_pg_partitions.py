@@ -30,7 +30,7 @@ import pytest
 from tests.conftest import ROOT
 from tests.support.netns import Network
 from tests.support.partition_pg import PORT, NamespacedPostgres
-from tests.support.partition_runs import errors_of, finish, repeats_in, run_to_end, start_worker, wait_ready
+from tests.support.partition_runs import errors_of, finish, numbers_of, repeats_in, run_to_end, start_worker, wait_ready
 from tests.support.partition_worker import GAPLESS, PERIOD, PLAIN, ROWS
 
 DATABASE = "partition"
@@ -196,7 +196,7 @@ def collect(
 ) -> PartitionRun:  # fmt: skip
     old, new = runs[:WORKERS_PER_SIDE], runs[WORKERS_PER_SIDE:]
     return PartitionRun(
-        {row: [n for run in runs for n in run["numbers"][row]] for row in ROWS},
+        numbers_of(runs),
         errors_of(runs),
         [message for run in runs for message in run["messages"]],
         max(run["longest_call"] for run in runs),
@@ -307,7 +307,7 @@ def test_a_flaky_link_between_the_application_and_the_primary(network, folder):
     finally:
         runs = finish(workers, pair.folder)
         relay.kill()
-    numbers = {row: [n for run in runs for n in run["numbers"][row]] for row in ROWS}
+    numbers = numbers_of(runs)
     errors = errors_of(runs)
     longest = max(run["longest_call"] for run in runs)
     during = sum(sum(run["after_mark"].values()) for run in runs)

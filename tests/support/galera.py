@@ -86,6 +86,15 @@ def missing() -> str | None:
     return None
 
 
+def install_datadir(datadir: Path) -> None:
+    """A fresh datadir with MariaDB's system tables, owned by the server's user; within a bound, not a hang."""
+    subprocess.run(
+        ["mariadb-install-db", "--no-defaults", f"--datadir={datadir}", "--skip-test-db",
+         "--auth-root-authentication-method=normal", f"--user={USER}"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+
+
 class Node:
     """One node: its directory, defaults file and process (a group of its own)."""
 
@@ -126,18 +135,7 @@ class Node:
 
     def initialise(self) -> None:
         """A fresh datadir with the system tables: the first node's; the others get theirs by state transfer."""
-        subprocess.run(
-            [
-                "mariadb-install-db",
-                "--no-defaults",
-                f"--datadir={self.datadir}",
-                "--skip-test-db",
-                "--auth-root-authentication-method=normal",
-                f"--user={USER}",
-            ],
-            check=True,
-            capture_output=True,
-        )
+        install_datadir(self.datadir)
 
     def start(self, new_cluster: bool = False) -> None:
         if not self.datadir.exists():

@@ -13,7 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.support.galera import CLUSTER_NAME, CONFIG, FORM_TIMEOUT, PROVIDER, USER
+from tests.support.galera import CLUSTER_NAME, CONFIG, FORM_TIMEOUT, PROVIDER, USER, install_datadir
 from tests.support.netns import Node
 
 PORT, GMCAST, IST, SST = 3306, 4567, 4568, 4444
@@ -44,11 +44,7 @@ class NamespacedGaleraNode:
         return f"{self.node.address}:{PORT}"
 
     def initialise(self) -> None:
-        subprocess.run(
-            ["mariadb-install-db", "--no-defaults", f"--datadir={self.dir / 'data'}", "--skip-test-db",
-             "--auth-root-authentication-method=normal", f"--user={USER}"],
-            check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
+        install_datadir(self.dir / "data")
 
     def start(self, new_cluster: bool = False) -> None:
         binary = shutil.which("mariadbd") or "/usr/sbin/mariadbd"

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.netns import Node
+from tests.support.partition_worker import ROWS
 from tests.support.servers import ROOT
 
 READY_TIMEOUT = 120
@@ -77,6 +78,11 @@ def finish(workers: list[subprocess.Popen[str]], folder: Path) -> list[dict]:
 def repeats_in(numbers: list[int]) -> int:
     """How many numbers came more than once (a number handed out three times counts two)."""
     return sum(times - 1 for times in collections.Counter(numbers).values() if times > 1)
+
+
+def numbers_of(runs: list[dict]) -> dict[str, list[int]]:
+    """Every number the workers got, per row, all workers together: what is checked for repeats."""
+    return {row: [n for run in runs for n in run["numbers"][row]] for row in ROWS}
 
 
 def errors_of(runs: list[dict]) -> dict[str, int]:
