@@ -11,7 +11,6 @@ Redis servers and the Sentinel each live in a namespace of their own.
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import subprocess
@@ -28,6 +27,7 @@ from django_segment_seq.redistier.source import state_keys
 from tests.conftest import ROOT, worker_env
 from tests.redis.conftest import tier
 from tests.support.partition_redis import NamespacedRedis, NamespacedSentinel, start_cluster
+from tests.support.partition_runs import repeats_in
 
 # Worker processes under faults, which the core suite leaves out. They pass on every backend; a whole run makes
 # them once, in the MariaDB job (the PostgreSQL job carries the PostgreSQL and Patroni partitions), unless
@@ -115,7 +115,7 @@ def test_a_sentinel_master_cut_off_while_some_processes_still_reach_it(network, 
         master.kill()
         replica.kill()
     got = numbers.get("r", [])
-    repeats = sum(times - 1 for times in collections.Counter(got).values() if times > 1)
+    repeats = repeats_in(got)
     print(
         f"\n[redis partition] Sentinel master cut off {time.monotonic() - cut_at:.0f} s before the end: "
         f"{len(got)} numbers, {repeats} repeats, promoted {promoted:.1f} s after the cut (both masters at once: "
@@ -164,7 +164,7 @@ def test_a_cluster_master_cut_off_on_the_minority_side(network, tier_workers, tm
         for server in servers:
             server.kill()
     got = numbers.get("r", [])
-    repeats = sum(times - 1 for times in collections.Counter(got).values() if times > 1)
+    repeats = repeats_in(got)
     print(
         f"\n[redis partition] Cluster master cut off on the minority side {time.monotonic() - cut_at:.0f} s before "
         f"the end: {len(got)} numbers, {repeats} repeats, its replica promoted {promoted:.1f} s after the cut (the "
