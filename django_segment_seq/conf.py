@@ -42,7 +42,7 @@ SETTINGS: tuple[Setting, ...] = (
         "LOCK_TIMEOUT",
         2.0,
         (int, float),
-        "seconds a row held elsewhere (or a background fetch) is waited for",
+        "seconds a row held by another transaction is waited for; then SequenceUnavailable",
         low=0.001,
     ),
     Setting(

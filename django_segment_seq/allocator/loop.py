@@ -51,7 +51,8 @@ def allocate(request: BlockRequest) -> Allocation:
     """
     settings = app_settings()
     result = Allocation()
-    plan = Plan.begin(None if request.background else connections[request.alias], settings, patient=True)
+    caller = None if request.background else connections[request.alias]
+    plan = Plan.begin(caller, settings, patient=True, progress=request.progress)
     run(_Taking(request, settings, result), plan)
     result.busy, result.failures = plan.busy, plan.failures
     return result
@@ -90,9 +91,11 @@ class _Taking:
         sql = statements_for(connection, self.settings["LOCK_TIMEOUT"])
         history = server_history(connection)
         create = self.request.create and not plan.ask_caller
+        # A caller whose transaction may hold the row is asked first (retry.run): no queueing for its own lock.
+        queue = sql.compare_and_set_queues and not plan.ask_caller
         try:
             with connection.cursor() as cursor, write_transaction(cursor, sql, callers=plan.use_caller):
-                row, block, table = self._take_block(connection, cursor, sql, history, create)
+                row, block, table = self._take_block(connection, cursor, sql, history, create, queue)
         except DatabaseError as exc:
             if is_lock_timeout(exc):
                 raise RowBusy(str(exc)) from exc
@@ -172,14 +175,23 @@ class _Taking:
         return row
 
     def _take_block(
-        self, connection: BaseDatabaseWrapper, cursor: Any, sql: Statements, history: str, create: bool
+        self, connection: BaseDatabaseWrapper, cursor: Any, sql: Statements, history: str, create: bool, queue: bool
     ) -> tuple[Row, Block, str]:
         """Read the row and move it past the next block by compare-and-set, again after each lost race; the row as
-        read, the block and the table's identity."""
+        read, the block and the table's identity.
+
+        With `queue`, a row found locked is taken at its committed version by a compare-and-set that queues for the
+        lock: other processes' compare-and-sets hold it for a moment (contention, a lost race at worst), while a
+        transaction holding it makes the statement reach the database's lock wait (RowBusy).
+        """
         alias, name, result, settings = self.alias, self.name, self.result, self.settings
         while True:
             try:
                 row = _read_unless_locked(cursor, sql, name, result)
+            except RowBusy as busy:
+                if not queue or busy.row is None:
+                    raise
+                row = busy.row
             except DatabaseError as exc:
                 # A locking read under a REPEATABLE READ or SERIALIZABLE server default can lose too.
                 if not is_lost_race(exc):

@@ -8,7 +8,18 @@ from dataclasses import dataclass, replace
 from django_segment_seq.allocator.blocks import Block, Row
 from django_segment_seq.allocator.tier_figures import TierFigures
 
-__all__ = ["Allocation", "BlockRequest"]
+__all__ = ["Allocation", "BlockRequest", "FetchProgress"]
+
+
+class FetchProgress:
+    """What a running fetch shows the callers that wait for it: a fetch waiting out a row held by another transaction
+    says until when (its verdict is then near), one without that is making progress (lost races, a slow machine)."""
+
+    __slots__ = ("held_until",)
+
+    def __init__(self) -> None:
+        # The monotonic instant at which the fetch gives up on a row held elsewhere; None while the row is not held.
+        self.held_until: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +36,8 @@ class BlockRequest:
     create: bool = True
     # A prefetch: on a private connection, never inside the caller's transaction.
     background: bool = False
+    # Where the fetch shows whether it waits out a held row, for callers that wait for it (the cache's prefetch).
+    progress: FetchProgress | None = None
 
     def preferring(self, prefer: int) -> BlockRequest:
         """The same request for about `prefer` numbers (a super-segment for Redis, or a smaller one from the table)."""

@@ -28,6 +28,7 @@ from django_segment_seq.allocator.attempts import (
 )
 from django_segment_seq.allocator.callers import Session
 from django_segment_seq.allocator.connections import NoServerFit, refuse_if_unfit
+from django_segment_seq.allocator.request import FetchProgress
 from django_segment_seq.db.nodes import on_galera
 from django_segment_seq.db.standbys import StandbyUnconfirmed
 from django_segment_seq.exceptions import SequenceContention, SequenceNotFound, SequenceUnavailable
@@ -108,9 +109,21 @@ class Plan:
     # Attempts that found the row held by another transaction, and attempts that failed.
     busy: int = 0
     failures: int = 0
+    # When the latest attempt began: a row first found held is waited for from then, not from the first attempt,
+    # so a fetch slowed by lost races or a starved CPU still gives a held row its whole LOCK_TIMEOUT.
+    attempt_started: float = 0.0
+    # Where callers waiting for this fetch see whether it waits out a held row (see FetchProgress).
+    progress: FetchProgress = field(default_factory=FetchProgress)
 
     @classmethod
-    def begin(cls, caller: BaseDatabaseWrapper | None, settings: dict[str, Any], *, patient: bool) -> Plan:
+    def begin(
+        cls,
+        caller: BaseDatabaseWrapper | None,
+        settings: dict[str, Any],
+        *,
+        patient: bool,
+        progress: FetchProgress | None = None,
+    ) -> Plan:
         """The first attempt's plan: on the caller's connection when it can carry the work, bounded by LOCK_TIMEOUT."""
         state = Session.UNUSABLE if caller is None else callers.session(caller)
         plan = cls(
@@ -119,6 +132,7 @@ class Plan:
             ask_caller=caller is not None and state is Session.IN_TRANSACTION,
             use_caller=caller is not None and caller_carries(caller, state),
             patient=patient,
+            progress=progress or FetchProgress(),
         )
         plan.bound = settings["LOCK_TIMEOUT"]
         plan.deadline = plan.started + plan.bound
@@ -153,14 +167,18 @@ class Plan:
         """Another transaction holds the row: wait for it, within LOCK_TIMEOUT (CLUSTER_PAUSE on Galera).
 
         The bound restarts while the row keeps moving: short holds by one process after another are
-        contention, which MAX_RETRIES bounds.
+        contention, which MAX_RETRIES bounds. A row first found held (a version not seen held before) is waited for
+        from the start of the attempt that found it, however long the lost races before it took.
         """
+        first = exc.row is not None and self.held_version is None
         moved = exc.row is not None and self.held_version is not None and exc.row.version != self.held_version
         if exc.row is not None:
-            # The first sight of the row held starts no new bound: the attempt that saw it has waited from the start.
             self.held_version = exc.row.version
+        if first:
+            self.deadline = max(self.deadline, self.attempt_started + self.bound)
         if moved:
             self.deadline = time.monotonic() + self.bound
+            self.progress.held_until = None  # others are taking ranges: contention, not a holder
             if self.busy > self.settings["MAX_RETRIES"]:
                 raise SequenceContention(name, self.busy) from exc
         elif time.monotonic() >= self.deadline:
@@ -170,6 +188,8 @@ class Plan:
                 self.busy,
                 RowBusy(f"the row or its table was held by another transaction for over {self.bound:g} s"),
             ) from exc
+        else:
+            self.progress.held_until = self.deadline
         backoff(self.busy, self.settings["MAX_BACKOFF"])
 
     def wait_for_standby(self, exc: StandbyUnconfirmed, alias: str, name: str) -> None:
@@ -220,6 +240,7 @@ def run(job: Job[T], plan: Plan) -> T:
 def _attempt(job: Job[T], plan: Plan) -> T:
     """One try on the connection the plan names; for a patient job, a failure that looks like a Galera pause
     teaches the plan, and a private connection's node no longer fit is left for the next attempt."""
+    plan.attempt_started = time.monotonic()
     with attempt_on(job.alias, plan.caller if plan.use_caller else None, plan.lost) as connection:
         if not job.patient:
             return job.attempt(connection, plan)

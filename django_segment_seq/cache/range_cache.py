@@ -21,9 +21,8 @@ from django.db import connections
 from django.dispatch import receiver
 
 from django_segment_seq.allocator import callers, seen
-from django_segment_seq.allocator.attempts import RowBusy
 from django_segment_seq.allocator.blocks import Block, Unused, unused_run
-from django_segment_seq.allocator.request import Allocation, BlockRequest
+from django_segment_seq.allocator.request import Allocation, BlockRequest, FetchProgress
 from django_segment_seq.allocator.source import BlockSource
 from django_segment_seq.cache.events import Fetch
 from django_segment_seq.cache.prefetch import prefetcher
@@ -35,6 +34,9 @@ from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.db import sqlite
 from django_segment_seq.db.rownames import require_valid_name
 from django_segment_seq.exceptions import SequenceUnavailable
+
+# Seconds beyond one back-off (MAX_BACKOFF) for a fetch past its own deadline to send its last short statement.
+VERDICT_MARGIN = 0.25
 
 
 class RangeCache:
@@ -186,7 +188,7 @@ class RangeCache:
         fetch) gets SequenceUnavailable at once: its own fetch would wait LOCK_TIMEOUT again.
         """
         waited = False
-        deadline = 0.0
+        wait_until = 0.0
         while True:
             if slot.remaining() >= count:
                 first = slot.next
@@ -200,23 +202,37 @@ class RangeCache:
                 self._set_range(slot, pending, 0, slot.pending_version)
                 continue
             if slot.fetching:
-                # Wait for the background fetch, but never longer than a lock wait: past that it is stuck (a row
-                # held elsewhere, a dead server), and a fetch of the caller's own would wait as long again.
                 if not waited:
                     slot.stats.waits_for_background += 1
                     waited = True
-                    deadline = time.monotonic() + app_settings()["LOCK_TIMEOUT"]
-                left = deadline - time.monotonic()
-                if left > 0:
-                    slot.ready.wait(left)
+                    wait_until = time.monotonic() + app_settings()["LOCK_TIMEOUT"] + self._verdict_grace()
+                if self._wait_for_background(slot, wait_until):
                     continue
-                stuck = RowBusy(
-                    f"a background fetch of the next range has not ended in {app_settings()['LOCK_TIMEOUT']:g} s"
-                )
-                raise SequenceUnavailable(slot.name, slot.alias, 1, stuck)
+                return self._refill(slot, count)  # slow, not stuck: the caller takes part with a fetch of its own
             if slot.held is not None and slot.held_at >= arrived:
                 raise SequenceUnavailable(slot.name, slot.alias, 1, slot.held)
             return self._refill(slot, count)
+
+    def _wait_for_background(self, slot: Slot, wait_until: float) -> bool:
+        """Wait (slot.lock held) for the running background fetch; False once it is slow rather than stuck.
+
+        It is waited for until `wait_until` (one lock wait and a grace), and while it waits out a row held by another
+        transaction, until its verdict is due: that fetch then ends with the row found held, and the caller hears it
+        at once. A fetch still running past both is losing races or short of CPU (even its verdict can be late on a
+        starved machine): the caller's own fetch is as likely to succeed, so it takes part rather than be refused.
+        """
+        held_until = slot.progress.held_until
+        until = wait_until if held_until is None else max(wait_until, held_until + self._verdict_grace())
+        left = until - time.monotonic()
+        if left <= 0:
+            return False
+        slot.ready.wait(left)
+        return True
+
+    @staticmethod
+    def _verdict_grace() -> float:
+        """How long after its own deadline a fetch may still take to end: one back-off and one short statement."""
+        return float(app_settings()["MAX_BACKOFF"]) + VERDICT_MARGIN
 
     def _take_holding_write_lock(self, slot: Slot, count: int) -> range:
         """SQLite, caller's transaction holding the write lock: never wait for a thread that may wait for that lock."""
@@ -301,11 +317,15 @@ class RangeCache:
         if slot.pending is not None or slot.fetching or not self._prefetch_on(slot):
             return
         prefer = self._next_size(slot)
-        slot.fetching = prefetcher.submit(functools.partial(self._fetch_in_background, slot, prefer))
+        slot.progress = FetchProgress()
+        fetch = functools.partial(self._fetch_in_background, slot, prefer, slot.progress)
+        slot.fetching = prefetcher.submit(fetch)
 
-    def _fetch_in_background(self, slot: Slot, prefer: int) -> None:
+    def _fetch_in_background(self, slot: Slot, prefer: int, progress: FetchProgress) -> None:
         try:
-            request = BlockRequest(slot.alias, slot.name, 1, prefer=prefer, create=False, background=True)
+            request = BlockRequest(
+                slot.alias, slot.name, 1, prefer=prefer, create=False, background=True, progress=progress
+            )
             allocation = self.source.allocate(request)
         except Exception as exc:
             # The next caller that runs out fetches in the foreground, where the error surfaces.

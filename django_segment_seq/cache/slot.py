@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from django_segment_seq.allocator.attempts import RowBusy
 from django_segment_seq.allocator.blocks import Block
-from django_segment_seq.allocator.request import Allocation
+from django_segment_seq.allocator.request import Allocation, FetchProgress
 from django_segment_seq.cache import events
 from django_segment_seq.cache.events import Fetch
 from django_segment_seq.cache.stats import SequenceStats
@@ -37,6 +37,7 @@ class Slot:
         "on_sqlite",
         "pending",
         "pending_version",
+        "progress",
         "ready",
         "started",
         "stats",
@@ -61,6 +62,8 @@ class Slot:
         self.version: int | None = None
         self.pending_version: int | None = None
         self.fetching = False
+        # What the running (or latest) background fetch shows its waiters: whether it waits out a held row.
+        self.progress = FetchProgress()
         # The latest fetch that found the row held by another transaction for LOCK_TIMEOUT, and when it ended:
         # callers that arrived before then have waited as long already, and hear it instead of waiting again.
         self.held: BaseException | None = None

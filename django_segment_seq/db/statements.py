@@ -243,6 +243,10 @@ class Statements(NamedTuple):
     lock_row_nowait: str
     row_created_here: str | None
     probe_wait: str | None
+    # Whether compare_and_set queues for a row lock (within the bound) rather than skipping a locked row: there a
+    # row found locked may be taken at the version last committed, and the database's own lock wait tells a row
+    # held by a transaction from one locked for a moment by other processes' compare-and-sets.
+    compare_and_set_queues: bool
 
 
 def _bounded(vendor: str, statement: str) -> str:
@@ -280,6 +284,7 @@ def _for_vendor(vendor: str, quote: tuple[tuple[str, str], ...], lock_wait: int,
         probe_wait={"mysql": MYSQL_PROBE_WAIT, "postgresql": PG_PROBE_WAIT}[vendor].format(**names)
         if vendor in ("mysql", "postgresql")
         else None,
+        compare_and_set_queues=vendor == "mysql",
     )
 
 

@@ -12,6 +12,9 @@ def main(mode: str, name: str, count: int, out: str) -> None:
     import django
 
     django.setup()
+    if os.environ.get("SEGMENT_SEQ_TEST_CPU"):
+        # A starved CPU: every worker of the test on one core once set up, so fetches run slowly while no row is held.
+        os.sched_setaffinity(0, {int(os.environ["SEGMENT_SEQ_TEST_CPU"])})
     from django_segment_seq import next_value, next_values
     from tests.testapp.models import BulkItem, Invoice, Order
 

@@ -1,0 +1,129 @@
+"""A caller that runs out while a background fetch runs: a slow fetch is waited for or joined, never refused; a fetch
+that finds the row held elsewhere refuses its waiters within LOCK_TIMEOUT and a fraction of a second."""
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+from django.conf import settings
+from django.db import connections, transaction
+from django.test import override_settings
+
+from django_segment_seq import next_value, sequence_stats, wait_for_prefetch
+from django_segment_seq.allocator.attempts import RowBusy
+from django_segment_seq.allocator.blocks import Row
+from django_segment_seq.allocator.retry import Plan
+from django_segment_seq.cache import range_cache as cache
+from django_segment_seq.conf import app_settings
+from django_segment_seq.exceptions import SequenceUnavailable
+from django_segment_seq.models import Sequence
+from tests.conftest import assert_unique
+
+ON_SQLITE = settings.BACKEND == "sqlite"
+# Background fetches on SQLite need the Sequence table in a file of its own (see tests/cache/test_prefetch.py).
+ALIAS = "sequences" if ON_SQLITE else "default"
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", ALIAS])
+
+LOCK_TIMEOUT = 0.3
+PREFETCH_ON = {
+    "PREFETCH": True,
+    "PREFETCH_AT": 0.2,
+    "ADAPTIVE_STEP": False,
+    "MAX_BACKOFF": 0.05,
+    "LOCK_TIMEOUT": LOCK_TIMEOUT,
+    **({"DATABASE": ALIAS} if ON_SQLITE else {}),
+}
+
+
+@pytest.fixture(autouse=True)
+def _sequence_file():
+    if not ON_SQLITE:
+        yield
+        return
+    with override_settings(DATABASE_ROUTERS=["django_segment_seq.routers.SequenceRouter"]):
+        yield
+
+
+@pytest.mark.parametrize("slowness", [1.5, 4.0], ids=["ends-soon-after-a-lock-wait", "far-slower"])
+@override_settings(SEGMENT_SEQ=PREFETCH_ON)
+def test_a_slow_background_fetch_is_not_taken_for_a_stuck_one(monkeypatch, slowness):
+    """The background fetch takes `slowness` lock waits (a loaded machine, lost races) while nothing holds the row.
+
+    The caller that runs out meanwhile gets its numbers: it waits for the fetch, or fetches itself once the fetch
+    has outlasted a lock wait; before, it was refused with "a background fetch ... has not ended in 0.3 s".
+    """
+    Sequence.objects.using(ALIAS).create(name="slow", step=10)
+    real = cache.ranges.source.allocate
+    caller = threading.current_thread()
+
+    def slow_in_background(request):
+        if threading.current_thread() is not caller:
+            time.sleep(slowness * LOCK_TIMEOUT)
+        return real(request)
+
+    monkeypatch.setattr(cache.ranges, "source", SimpleNamespace(allocate=slow_in_background))
+    got = [next_value("slow") for _ in range(35)]  # three ranges used up, each while a fetch was on its way
+    wait_for_prefetch(30)
+    assert_unique(got, 35)
+    figures = sequence_stats()[(ALIAS, "slow")]
+    assert figures.waits_for_background >= 1  # the path under test ran: a caller found a fetch running
+
+
+@pytest.mark.skipif(ON_SQLITE, reason="a row held by another transaction (SQLite locks the whole file)")
+@override_settings(SEGMENT_SEQ={**PREFETCH_ON, "LOCK_TIMEOUT": 1.0, "PREFETCH_AT": 0.5})
+def test_a_background_fetch_that_finds_the_row_held_refuses_its_waiters_once():
+    """Another transaction holds the row while the prefetch runs: the caller that runs out hears the fetch's verdict.
+
+    It is refused within LOCK_TIMEOUT and the grace for the fetch's last statement, not after a fetch of its own
+    (which would wait LOCK_TIMEOUT again).
+    """
+    Sequence.objects.create(name="held", step=100)
+    got = [next_value("held")]  # the first range, fetched in the foreground
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_the_row() -> None:
+        try:
+            with transaction.atomic():
+                Sequence.objects.select_for_update().get(name="held")
+                locked.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_the_row, daemon=True)
+    holder.start()
+    try:
+        assert locked.wait(10)
+        got.extend(next_value("held") for _ in range(99))  # the prefetch starts half-way and finds the row held
+        arrived = time.monotonic()
+        with pytest.raises(SequenceUnavailable) as refused:
+            next_value("held")
+        waited = time.monotonic() - arrived
+    finally:
+        release.set()
+        holder.join(30)
+    wait_for_prefetch(30)
+    assert "held by another transaction" in str(refused.value)
+    grace = app_settings()["MAX_BACKOFF"] + cache.VERDICT_MARGIN
+    # A generous margin for a loaded machine, still well short of a second lock wait.
+    assert waited < 1.0 + grace + 0.6, f"the caller was refused after {waited:.2f} s"
+    got.extend(next_value("held") for _ in range(150))  # the row is free again
+    assert_unique(got, 250)
+
+
+def test_a_row_first_found_held_late_in_a_fetch_gets_its_whole_lock_wait():
+    """A fetch that lost races for longer than LOCK_TIMEOUT, then finds the row held for a moment, goes on.
+
+    The held row is waited for from the attempt that found it; before, the fetch was refused at once because its
+    LOCK_TIMEOUT was counted from its first attempt.
+    """
+    plan = Plan.begin(None, {**app_settings(), "LOCK_TIMEOUT": 2.0, "MAX_BACKOFF": 0.001}, patient=True)
+    plan.started -= 5.0  # the fetch began 5 s ago: races lost on a starved machine
+    plan.deadline -= 5.0
+    plan.attempt_started = time.monotonic()
+    plan.wait_for_holder(RowBusy("held for a moment", Row(100, 10, 1, 10**9, False, version=7)), "default", "s")
+    assert plan.progress.held_until == plan.deadline  # waiters see when its verdict is due
+    plan.attempt_started = time.monotonic()
+    plan.wait_for_holder(RowBusy("moved on", Row(110, 10, 1, 10**9, False, version=8)), "default", "s")
+    assert plan.progress.held_until is None  # the row moves: contention, not a holder
