@@ -500,7 +500,9 @@ def measure_start(db: str, dbname: str, processes: int, count: int, workdir: Pat
     }
 
 
-def run(db: str, dbname: str, *, smoke: bool = False, keep: Path | None = None) -> dict[str, Any]:
+def run(
+    db: str, dbname: str, *, smoke: bool = False, keep: Path | None = None, start_numbers: int | None = None
+) -> dict[str, Any]:
     """Both measurements on an existing database; Django must be set up on it (bench.py's scratch database).
 
     With `keep`, the workers' files (every number each took, one a line, and its figures) stay in that folder.
@@ -530,7 +532,7 @@ def run(db: str, dbname: str, *, smoke: bool = False, keep: Path | None = None) 
             db, dbname, size("steady_processes", smoke), size("steady_seconds", smoke), workdir
         )
         results["start"] = measure_start(
-            db, dbname, size("start_processes", smoke), size("start_numbers", smoke), workdir
+            db, dbname, size("start_processes", smoke), start_numbers or size("start_numbers", smoke), workdir
         )
     results["seconds"] = time.time() - started
     return results
@@ -682,6 +684,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--keep-numbers", type=Path, help="keep every worker's numbers (steady*.txt, start*.txt) in this folder"
     )
+    parser.add_argument(
+        "--start-numbers",
+        type=int,
+        help="numbers each start worker takes after its first (default 300; 3,000 makes "
+        "every worker fetch several ranges of the one row while the others start)",
+    )
     parser.add_argument("--worker", choices=["steady", "start"], help=argparse.SUPPRESS)
     parser.add_argument("--dbname", help=argparse.SUPPRESS)
     parser.add_argument("--name", help=argparse.SUPPRESS)
@@ -694,7 +702,13 @@ def main(argv: list[str] | None = None) -> None:
         worker(args)
         return
     with scratch_database(args.db) as connection:
-        results = run(args.db, str(connection.settings_dict["NAME"]), smoke=args.smoke, keep=args.keep_numbers)
+        results = run(
+            args.db,
+            str(connection.settings_dict["NAME"]),
+            smoke=args.smoke,
+            keep=args.keep_numbers,
+            start_numbers=args.start_numbers,
+        )
     report(results, args.json)
 
 

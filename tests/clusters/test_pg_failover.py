@@ -92,6 +92,7 @@ def run_worker(
         PYTHONPATH=str(ROOT),
         SEGMENT_SEQ_TEST_GO=str(go or ""),
         SEGMENT_SEQ_TEST_MARK=str(tmp_path / "crashed"),
+        SEGMENT_SEQ_TEST_FAULT=str(tmp_path / "crashing"),
         SEGMENT_SEQ_TEST_SEQUENCE=sequence,
         # Without the fence, the workers keep no memory of what they wrote to the rows, as processes restarted
         # after a failover have none: what the fence alone does is shown, not what a process's own memory of a
@@ -181,6 +182,8 @@ class Failover:
     lost: dict[str, int] = field(default_factory=dict)
     # The first message of each kind of error, from whichever worker saw it first.
     messages: dict[str, str] = field(default_factory=dict)
+    # Errors callers met before the crash, on a healthy primary: there must be none.
+    errors_before_fault: int = 0
 
     @property
     def repeats(self) -> int:
@@ -195,6 +198,7 @@ class Failover:
                 self.errors[error] = self.errors.get(error, 0) + count
             for error, message in worker.get("messages", {}).items():
                 self.messages.setdefault(error, message)
+            self.errors_before_fault += worker["errors_before_fault"]
         self.longest_pause = max(worker["longest_pause"] for worker in runs)
         self.per_second = sum(map(len, self.numbers.values())) / elapsed
 
@@ -220,7 +224,7 @@ class Failover:
 
 
 def crash_and_promote(
-    standby_pair, tmp_path, *, synchronous: bool, failover_skip: int | None, crash: bool = True
+    standby_pair, tmp_path, *, synchronous: bool, failover_skip: int | None, crash: bool = True, prefetch: bool = False
 ) -> Failover:
     """Run six workers through a crash of the primary and the standby's promotion; what they handed out.
 
@@ -229,7 +233,7 @@ def crash_and_promote(
     """
     pair, migration = standby_pair(synchronous)
     # Fixed ranges of 10, as measured: every worker goes back to the table many times a second.
-    segment_seq: dict[str, object] = {"PREFETCH": False, "ADAPTIVE_STEP": False}
+    segment_seq: dict[str, object] = {"PREFETCH": prefetch, "ADAPTIVE_STEP": prefetch}
     if failover_skip is not None:
         segment_seq["FAILOVER_SKIP"] = failover_skip
     go = {name: tmp_path / f"go-{name}" for name in SEQUENCES}
@@ -250,6 +254,7 @@ def crash_and_promote(
         time.sleep(LAG)
         if crash:
             position, before = pair.primary.committed(DATABASE, ROWS)
+            (tmp_path / "crashing").touch()
             pair.primary.crash()
             (tmp_path / "crashed").touch()
             run.behind, at_crash = pair.standby.received(DATABASE, ROWS, position)
@@ -296,9 +301,14 @@ def report(label: str, run: Failover) -> None:
     )
 
 
-def test_a_healthy_pair_for_comparison(standby_pair, tmp_path):
-    run = crash_and_promote(standby_pair, tmp_path, synchronous=False, failover_skip=None, crash=False)
-    report("asynchronous standby, no failover", run)
+@pytest.mark.parametrize("prefetch", [False, True], ids=["fixed-ranges", "app-defaults"])
+def test_a_healthy_pair_for_comparison(standby_pair, tmp_path, prefetch):
+    """No fault: with fixed ranges of 10, and with the app's background fetches and adaptive step, no caller is
+    refused (a fetch slowed by the standby's confirmation is waited for or joined)."""
+    run = crash_and_promote(
+        standby_pair, tmp_path, synchronous=False, failover_skip=None, crash=False, prefetch=prefetch
+    )
+    report(f"asynchronous standby, no failover, prefetch {prefetch}", run)
     assert run.repeats == 0 and run.errors == {}, run.messages
     assert run.longest_pause < 10
 
@@ -308,6 +318,7 @@ def test_synchronous_standby_loses_nothing_even_without_the_fence(standby_pair, 
     report("synchronous, fence off", run)
     assert run.repeats == 0
     assert set(run.errors) <= {"SequenceUnavailable"}, run.messages
+    assert run.errors_before_fault == 0, run.messages  # the primary was healthy until the crash
     assert min(run.went_on) > STEP, run.went_on  # every worker took ranges after the failover by itself
     assert run.longest_pause < 30
 
@@ -324,6 +335,7 @@ def test_asynchronous_failover_repeats_nothing_with_the_fence(standby_pair, tmp_
     report("asynchronous, 1.5 s behind, fence on", run)
     assert run.repeats == 0
     assert set(run.errors) <= {"SequenceUnavailable"}, run.messages
+    assert run.errors_before_fault == 0, run.messages  # the primary was healthy until the crash
     assert min(run.went_on) > STEP, run.went_on
     assert run.longest_pause < 30
 

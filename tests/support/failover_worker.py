@@ -7,9 +7,10 @@ of what `check --database default` reports, with a gapless field declared when S
 [...], "errors": {name: count}, "messages": {name: first message}, "longest_pause": s, "marked": n} to OUT.
 A taker set up touches OUT.ready, then waits for the file SEGMENT_SEQ_TEST_GO if one is named, so its start is the
 test's to choose; "marked" is how many numbers it had when the file SEGMENT_SEQ_TEST_MARK appeared (the test's crash
-of the primary), or None; once it has handed out more than STEP numbers after that (a range of the new primary), it
-touches OUT.went_on. With SEGMENT_SEQ_TEST_NO_ROW_MEMORY set, a taker keeps no memory of what it wrote to the rows,
-as a process restarted.
+of the primary), or None, and "errors_before_fault" how many errors it met before the file SEGMENT_SEQ_TEST_FAULT
+appeared (touched just before the crash: on a healthy primary no caller may be refused); once it has handed out more
+than STEP numbers after that (a range of the new primary), it touches OUT.went_on. With SEGMENT_SEQ_TEST_NO_ROW_MEMORY
+set, a taker keeps no memory of what it wrote to the rows, as a process restarted.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ def take(out: str, stop: str, snowflake: bool = False) -> None:
 
     name = os.environ.get("SEGMENT_SEQ_TEST_SEQUENCE", "")
     go, mark = os.environ.get("SEGMENT_SEQ_TEST_GO"), os.environ.get("SEGMENT_SEQ_TEST_MARK", "")
+    fault = os.environ.get("SEGMENT_SEQ_TEST_FAULT", "")
+    before_fault = 0
     open(out + ".ready", "w").close()
     while go and not os.path.exists(go):  # set up, and waiting for the moment to begin
         time.sleep(0.005)
@@ -106,6 +109,8 @@ def take(out: str, stop: str, snowflake: bool = False) -> None:
         except Exception as exc:  # noqa: BLE001 - every kind is counted: the test allows SequenceUnavailable only
             errors[type(exc).__name__] += 1
             messages.setdefault(type(exc).__name__, str(exc)[:500])
+            if not (fault and os.path.exists(fault)):
+                before_fault += 1
             continue
         now = time.monotonic()
         longest, last = max(longest, now - last), now
@@ -117,6 +122,7 @@ def take(out: str, stop: str, snowflake: bool = False) -> None:
                 "longest_pause": longest,
                 "marked": marked,
                 "messages": messages,
+                "errors_before_fault": before_fault,
             },
             fh,
         )
