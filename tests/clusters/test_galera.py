@@ -157,9 +157,17 @@ def longest_pause(run: dict, start: float, end: float) -> float:
     return max((seconds for began, seconds in run["pauses"] if start <= began <= end), default=0.0)
 
 
-def test_node_loss_pauses_callers_without_errors_and_the_node_is_used_again(galera, tmp_path):
-    """SIGKILL node 3 under load: nobody gets an error, its callers go on through the others, and it rejoins."""
-    galera.nodes[0].execute(INSERT_ROW.format(name="loss"), GALERA_DATABASE)
+@pytest.mark.parametrize(
+    "ranges", [FIXED_RANGES, {"PREFETCH": True, "ADAPTIVE_STEP": False}], ids=["fixed-ranges", "prefetch"]
+)
+def test_node_loss_pauses_callers_without_errors_and_the_node_is_used_again(galera, tmp_path, ranges):
+    """SIGKILL node 3 under load: nobody gets an error, its callers go on through the others, and it rejoins.
+
+    With background fetches too: a caller that runs out while one waits out the cluster's pause waits for it or
+    joins it, within CLUSTER_PAUSE, and is not refused.
+    """
+    name = "loss" if ranges is FIXED_RANGES else "loss-prefetch"
+    galera.nodes[0].execute(INSERT_ROW.format(name=name), GALERA_DATABASE)
     lost = galera.nodes[2]
     figures: dict[str, float] = {}
 
@@ -179,17 +187,17 @@ def test_node_loss_pauses_callers_without_errors_and_the_node_is_used_again(gale
 
     def segment_seq(port: int) -> dict[str, object]:
         own = next(node for node in galera.nodes if node.port == port)
-        return {**FIXED_RANGES, "SERVERS": servers_from(galera, own)}
+        return {**ranges, "SERVERS": servers_from(galera, own)}
 
     ports = cluster_ports(galera)
-    result = run(tmp_path, "loss", ports, GALERA_DATABASE, segment_seq, scenario)
+    result = run(tmp_path, name, ports, GALERA_DATABASE, segment_seq, scenario)
     killed, restarted = figures["killed_at"], figures["restarted_at"]
     on_the_lost_node = [port == lost.port for port in ports]
     loss = [longest_pause(one, killed - 1, killed + 12) for one in result["runs"]]
     rejoin = [longest_pause(one, restarted, restarted + figures["rejoin"] + 3) for one in result["runs"]]
     pairs = list(zip(loss, on_the_lost_node, strict=True))
     report(
-        "Galera, node 3 killed under load",
+        f"Galera, node 3 killed under load, {name}",
         result,
         pause_on_the_loss_survivors=f"{max(p for p, on_lost in pairs if not on_lost):.2f} s",
         pause_on_the_loss_lost_nodes_callers=f"{max(p for p, on_lost in pairs if on_lost):.2f} s",
