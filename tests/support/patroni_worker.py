@@ -2,8 +2,7 @@
 
 Run as `python -m tests.support.patroni_worker HOSTS PORTS DATABASE OUT STOP SETTINGS_JSON`. It writes to OUT
 {"numbers": [...], "errors": {name: count}, "causes": {name: count}, "first": t, "gaps": [[t_before, t_after,
-index_after], ...], "longest_call": s}, with times on the machine-wide monotonic clock the test reads too. It touches
-OUT.resumed once it has a number after its first pause (a failover's end, for the test to wait for).
+index_after], ...], "longest_call": s}, with times on the machine-wide monotonic clock the test reads too.
 """
 
 from __future__ import annotations
@@ -45,8 +44,6 @@ def take(out: str, stop: str) -> None:
             first = now
         elif now - last > GAP:
             gaps.append((last, now, len(numbers)))
-            if len(gaps) == 1:
-                open(out + ".resumed", "w").close()
         numbers.append(number)
         last = now
     with open(out, "w") as fh:
