@@ -244,6 +244,22 @@ def keyed_save(companies: str, count: int) -> list[int]:
 SCOPE_FACTOR = 10**12
 
 
+def code_text(sites: str, count: int) -> list[int]:
+    """Order numbers made in code by a yearly, per-site rule, for the sites in turn; writes site * 10**12 + the number
+    the text shows."""
+    from django_segment_seq import NumberRule, next_text
+
+    rule = NumberRule("code-order", format="{date:%Y}-{value:06d}", reset="yearly", scope="site")
+    ids = [int(site) for site in sites.split(",")]
+    offset = os.getpid() % len(ids)
+    got = []
+    for i in range(count):
+        site = ids[(i + offset) % len(ids)]
+        text = next_text(rule, scope={"site": site})
+        got.append(site * SCOPE_FACTOR + int(text.split("-")[1]))
+    return got
+
+
 def disguised_save(_name: str, count: int) -> list[int]:
     """Texts of concealed, Damm-checked orders and of MOD 97-10 creditor references, saved one by one."""
     from tests.testapp.models import CreditorReference, ShopOrder
@@ -271,6 +287,7 @@ FLOW_MODES = {
     "scope-gapless": scope_gapless,
     "disguised-save": disguised_save,
     "keyed-save": keyed_save,
+    "code-text": code_text,
 }
 
 
