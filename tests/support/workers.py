@@ -276,6 +276,25 @@ def _encoded(text: str) -> int:
     return int.from_bytes(text.encode(), "big")
 
 
+def hold_then_take(name: str, count: int) -> list[int]:
+    """One number (the process then holds the rest of its range), a file saying so, then, once the test's file
+    allows it, count - 1 more: what a process running through a change of the row hands out."""
+    import time
+    from pathlib import Path
+
+    from django_segment_seq import next_value
+
+    got = [next_value(name)]
+    Path(os.environ["SEGMENT_SEQ_TEST_READY"]).write_text("holding")
+    go = Path(os.environ["SEGMENT_SEQ_TEST_GO"])
+    deadline = time.monotonic() + 60
+    while not go.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit("never told to go on")
+        time.sleep(0.02)
+    return got + [next_value(name) for _ in range(count - 1)]
+
+
 FLOW_MODES = {
     "flow-daily": flow_daily,
     "flow-gapless": flow_gapless,
@@ -288,6 +307,7 @@ FLOW_MODES = {
     "disguised-save": disguised_save,
     "keyed-save": keyed_save,
     "code-text": code_text,
+    "hold-then-take": hold_then_take,
 }
 
 

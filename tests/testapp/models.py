@@ -292,3 +292,11 @@ class IsoWeekTicket(models.Model):
     """A weekly series whose {date} shows the ISO week only, which names no single day."""
 
     code = SequenceField("iso-week-ticket", format="T{date:%G-W%V}-{value:04d}", reset="weekly")
+
+
+class LegacyOrder(models.Model):
+    """Orders numbered before the app came, or by code: plain columns a sequence is seeded from (sync --sequence)."""
+
+    number = models.CharField(max_length=20, blank=True)
+    serial = models.IntegerField(null=True)
+    placed_on = models.DateField(null=True)
