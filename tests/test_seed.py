@@ -32,7 +32,7 @@ def legacy_orders(texts=(), serials=()):
 def test_a_text_column_seeds_a_row_that_does_not_exist_yet():
     legacy_orders(texts=[str(n) for n in range(100001, 100501)])
     out = segment_seq("sync", "testapp.LegacyOrder.number", "--sequence", "order")
-    assert "Sequence 'order' moved from None to 100500" in out
+    assert "Sequence 'order' created at 100500, the highest value stored in testapp.LegacyOrder.number." in out
     assert "The row is new" in out
     row = Sequence.objects.get(name="order")
     assert (row.value, row.min_value, row.base_name) == (100500, 1, None)
@@ -60,7 +60,7 @@ def test_an_integer_column_seeds_the_row_and_never_moves_it_back():
 def test_texts_are_read_by_a_pattern_a_format_or_as_whole_numbers(option, texts, highest, unreadable):
     legacy_orders(texts=[*texts, ""])  # an empty text is no number, and not counted as unreadable
     out = segment_seq("sync", "testapp.LegacyOrder.number", "--sequence", "code-order", *option)
-    assert f"moved from None to {highest}" in out
+    assert f"created at {highest}" in out
     assert Sequence.objects.get(name="code-order").value == highest
     assert f"{unreadable} stored values do not match the number's shape" in out
 

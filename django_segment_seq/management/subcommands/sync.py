@@ -66,9 +66,9 @@ class Sync(Subcommand):
         if result.highest is None:
             self.stdout.write(f"{field} holds no value to read; sequence {result.row_name!r} left as it is.")
         elif result.moved:
+            moved = "created at" if result.before is None else f"moved from {result.before} to"
             self.stdout.write(
-                f"Sequence {result.row_name!r} moved from {result.before} to {result.after}, "
-                f"the highest value stored in {field}."
+                f"Sequence {result.row_name!r} {moved} {result.after}, the highest value stored in {field}."
             )
             self.write_running_processes(result, seeded=sequence is not None)
         else:
