@@ -9,6 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from django_segment_seq.exceptions import SequenceError
 from django_segment_seq.flow.parsing import UnparseableFormat
+from django_segment_seq.management.redis_states import retire_redis_states
 from django_segment_seq.management.subcommands.base import (
     MODEL_ROWS_DATABASE,
     Subcommand,
@@ -70,6 +71,8 @@ class Sync(Subcommand):
             self.stdout.write(
                 f"Sequence {result.row_name!r} {moved} {result.after}, the highest value stored in {field}."
             )
+            if result.after is not None and retire_redis_states(self.database(None), {result.row_name: result.after}):
+                self.stdout.write("The row is on the Redis tier: its Redis state was emptied (a gap).")
             self.write_running_processes(result, seeded=sequence is not None)
         else:
             self.stdout.write(
