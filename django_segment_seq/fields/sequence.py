@@ -18,6 +18,7 @@ from django_segment_seq.flow import parsing
 from django_segment_seq.flow.checkdigits import CheckDigitValidator
 from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.resets import ResetOption
+from django_segment_seq.flow.rules import NumberRule
 from django_segment_seq.flow.scopes import scope_key
 
 __all__ = ["FormattedSequenceField", "SequenceField", "filled_at_save"]
@@ -47,6 +48,22 @@ class SequenceField(SequenceFieldChecks, _IntegerBase):
         if cls is SequenceField and kwargs.get("format") is not None:
             return FormattedSequenceField(*args, **kwargs)
         return super().__new__(cls)
+
+    @classmethod
+    def from_rule(cls, rule: NumberRule, *args: Any, **kwargs: Any) -> Any:
+        """The field that makes its numbers by `rule`, the object code passes to next_text() too; `kwargs` are the
+        field's own options (unique=True, reset_on=...). Migrations get the rule's options written out."""
+        options = {
+            "format": rule.format,
+            "reset": rule.reset,
+            "fiscal_year_start": rule.fiscal_year_start,
+            "scope": rule.scope,
+            "check_digits": rule.check_digits,
+            "conceal": rule.conceal,
+            "gapless": rule.gapless,
+        }
+        given = {name: value for name, value in options.items() if value not in (None, False)}
+        return SequenceField(rule.sequence_name, *args, **given, **kwargs)
 
     def __init__(
         self,

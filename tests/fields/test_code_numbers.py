@@ -20,6 +20,7 @@ from django_segment_seq.models import Sequence
 from tests.conftest import assert_unique
 from tests.support.workers import SCOPE_FACTOR
 from tests.testapp.models import (
+    SITE_ORDER,
     CheckedInvoice,
     Company,
     CompanyInvoice,
@@ -28,6 +29,7 @@ from tests.testapp.models import (
     IssuedInvoice,
     KindTicket,
     ShopOrder,
+    SiteOrder,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -52,6 +54,24 @@ def test_the_field_is_unchanged_and_takes_its_rule():
     field = DailyOrder._meta.get_field("order_no")
     assert field.rule == DAILY
     assert field.flow is field.rule.flow and field.reset_rule is field.rule.reset_rule
+
+
+def test_a_field_made_from_a_rule_shares_it_with_code(clock):
+    field = SiteOrder._meta.get_field("number")
+    assert field.rule == SITE_ORDER and field.db_index
+    assert next_text(SITE_ORDER, scope={"site": 3}) == "2026-000001"
+    assert SiteOrder.objects.create(site=3).number == "2026-000002"
+    assert next_text("testapp.SiteOrder.number", scope={"site": 3}) == "2026-000003"
+    assert SiteOrder.objects.create(site=4).number == "2026-000001"
+    _name, path, _args, kwargs = field.deconstruct()
+    assert path == "django_segment_seq.fields.SequenceField"
+    assert {key: kwargs[key] for key in ("sequence_name", "format", "reset", "scope", "db_index")} == {
+        "sequence_name": "site-order",
+        "format": "{date:%Y}-{value:06d}",
+        "reset": "yearly",
+        "scope": "site",
+        "db_index": True,
+    }
 
 
 def test_a_scope_counts_per_value_on_the_fields_rows():

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from django_segment_seq import SequenceField, SequenceManager, SnowflakeField
+from django_segment_seq import NumberRule, SequenceField, SequenceManager, SnowflakeField
 
 
 class Order(models.Model):
@@ -300,3 +300,15 @@ class LegacyOrder(models.Model):
     number = models.CharField(max_length=20, blank=True)
     serial = models.IntegerField(null=True)
     placed_on = models.DateField(null=True)
+
+
+# One rule for the model's field and for numbers made in code before a row exists (next_text).
+SITE_ORDER = NumberRule("site-order", format="{date:%Y}-{value:06d}", reset="yearly", scope="site")
+
+
+class SiteOrder(models.Model):
+    site = models.IntegerField()
+    number = SequenceField.from_rule(SITE_ORDER, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "number"], name="site_order_number")]
