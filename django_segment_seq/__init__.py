@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     )
     from django_segment_seq.fields import SequenceField
     from django_segment_seq.fields.bulk import SequenceManager, SequenceQuerySet, fill_sequences
+    from django_segment_seq.fields.code_numbers import next_text, next_texts
+    from django_segment_seq.flow.rules import NumberRule
     from django_segment_seq.snowflake.exceptions import (
         ClockMovedBackwards,
         SnowflakeError,
@@ -95,6 +97,9 @@ _HOMES = {
     "SequenceManager": "fields.bulk",
     "SequenceQuerySet": "fields.bulk",
     "fill_sequences": "fields.bulk",
+    "next_text": "fields.code_numbers",
+    "next_texts": "fields.code_numbers",
+    "NumberRule": "flow.rules",
     "ClockMovedBackwards": "snowflake.exceptions",
     "SnowflakeError": "snowflake.exceptions",
     "WorkerIdsExhausted": "snowflake.exceptions",
@@ -117,6 +122,7 @@ __all__ = [
     "EmptyReason",
     "InvalidVoidOption",
     "NeverHandedOut",
+    "NumberRule",
     "OtherSeries",
     "SequenceContention",
     "SequenceError",
@@ -146,6 +152,8 @@ __all__ = [
     "give_back_unused",
     "live_worker_leases",
     "next_snowflake",
+    "next_text",
+    "next_texts",
     "next_value",
     "next_values",
     "parse_snowflake",

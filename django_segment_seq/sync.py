@@ -9,13 +9,14 @@ from datetime import date, datetime, time, timedelta
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
+from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models, router
 from django.db.models import Max, Q
 
 from django_segment_seq.api import clear_cache
 from django_segment_seq.db.columns import concrete_field
 from django_segment_seq.db.routing import sequence_database
-from django_segment_seq.db.rownames import row_name
+from django_segment_seq.db.rownames import DERIVED_MARK, row_name, validate_sequence_name
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
@@ -23,7 +24,7 @@ from django_segment_seq.fields.labels import sequence_field
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow import formats as formatting
 from django_segment_seq.flow.derived import ensure_row
-from django_segment_seq.flow.parsing import DATE_DIRECTIVES, FormatParser
+from django_segment_seq.flow.parsing import DATE_DIRECTIVES, FormatParser, TextNumbers
 from django_segment_seq.flow.scopes import scope_key, scope_names
 
 if TYPE_CHECKING:
@@ -50,6 +51,9 @@ class SyncResult:
     before: int | None
     after: int | None
     unreadable: int = 0  # texts of the column the format could not read back (other shapes), ignored
+    # Of a column seeded from (not a SequenceField): how many stored numbers lie at or below `before`, where the
+    # ranges processes cached before the move lie; None when the row was missing (no process held a range of it).
+    at_or_below: int | None = None
 
     @property
     def moved(self) -> bool:
@@ -282,20 +286,22 @@ def highest_stored(
     return highest.get(target), unreadable
 
 
-def move_past(field: SequenceFieldBase, target: Target, highest: int, *, stored_in: str) -> SyncResult:
-    """Move the row of `target` (scope, period) up to `highest`, creating it when missing; never backwards.
+def move_past(
+    sequence_name: str, target: Target, highest: int, *, stored_in: str, cap: int | None = None
+) -> SyncResult:
+    """Move the row of `target` (scope, period) of the sequence up to `highest`, creating it when missing (capped at
+    a format's `cap`); never backwards.
 
     ValueError when `highest` is above the row's maximum. The caller clears this process's cached ranges.
     """
 
     scope, period = target
-    name = row_name(field.sequence_name, scope, period)
+    name = row_name(sequence_name, scope, period)
     alias = sequence_database()
     row = Sequence._base_manager.using(alias).filter(name=name).first()
     if row is None:
-        cap = field.flow.cap if isinstance(field, FormattedSequenceField) else None
         derived = period is not None or scope is not None
-        ensure_row(alias, name, base_name=field.sequence_name if derived else None, period=period, cap=cap)
+        ensure_row(alias, name, base_name=sequence_name if derived else None, period=period, cap=cap)
         row = Sequence._base_manager.using(alias).get(name=name)
     before = row.value
     if highest > row.max_value:
@@ -327,21 +333,43 @@ def sync_rows(
     highest, unreadable = highest_per_row(model, field, targets, using=using)
     stored_in = f"{model._meta.label}.{field.name}"
     in_order = sorted(highest, key=lambda target: (target[0] or "", target[1] or ""))
+    cap = field.flow.cap if isinstance(field, FormattedSequenceField) else None
     try:
-        return [move_past(field, target, highest[target], stored_in=stored_in) for target in in_order], unreadable
+        return [
+            move_past(field.sequence_name, target, highest[target], stored_in=stored_in, cap=cap) for target in in_order
+        ], unreadable
     finally:
         clear_cache()
 
 
-def sync_sequence(model: type[models.Model], field_name: str, *, using: str | None = None) -> SyncResult:
+def sync_sequence(
+    model: type[models.Model],
+    field_name: str,
+    *,
+    sequence: str | None = None,
+    pattern: str | None = None,
+    format: str | None = None,
+    using: str | None = None,
+) -> SyncResult:
     """Move the field's sequence row (its current period's, with reset) past the highest value stored; never backwards.
 
-    Creates the row when missing, then forgets this process's cached ranges, so its next number is
-    above every stored one. Other running processes keep their cached ranges until they use them up.
-    ValueError when the highest value is above the row's maximum; UnparseableFormat for formats that
-    cannot be read back.
+    A column that is not a SequenceField (numbers made in code, or by another system) seeds the row of `sequence`:
+    an integer column as stored, a text column read by `format` (a SequenceField format), by `pattern` (a regular
+    expression whose group `value`, or only group, is the number) or, without either, as a whole decimal number
+    (seeding.py). Creates the row when missing, then forgets this process's cached ranges, so its next number is
+    above every stored one. Other running processes keep their cached ranges until they use them up: see
+    SyncResult.at_or_below. ValueError for a column or option that cannot be read, and when the highest value is
+    above the row's maximum; UnparseableFormat for formats that cannot be read back.
     """
 
+    column = stored_column(model, field_name)
+    if not isinstance(column, SequenceFieldBase):
+        return seed_from_column(model, column, sequence, pattern=pattern, format=format, using=using)
+    if (sequence, pattern, format) != (None, None, None):
+        raise ValueError(
+            f"{model._meta.label}.{field_name} is a SequenceField, read by its own sequence and format: "
+            "leave out the sequence, pattern and format."
+        )
     field = unscoped_field(model, field_name)
     target, moment = current_target(field)
     results, unreadable = sync_rows(model, field, {target: moment}, using=using)
@@ -352,3 +380,86 @@ def sync_sequence(model: type[models.Model], field_name: str, *, using: str | No
     row = Sequence._base_manager.using(sequence_database()).filter(name=name).first()
     value = row.value if row is not None else None
     return SyncResult(name, None, value, value, unreadable)
+
+
+def stored_column(model: type[models.Model], field_name: str) -> models.Field[Any, Any]:
+    """The concrete column `field_name` of `model`; ValueError naming the model when it has none."""
+    try:
+        column = model._meta.get_field(field_name)
+    except FieldDoesNotExist:
+        raise ValueError(f"{model._meta.label} has no field {field_name!r}.") from None
+    if not isinstance(column, models.Field) or not column.concrete:
+        raise ValueError(f"{model._meta.label}.{field_name} is not a column of the table.")
+    return column
+
+
+def seed_from_column(
+    model: type[models.Model],
+    column: models.Field[Any, Any],
+    sequence: str | None,
+    *,
+    pattern: str | None = None,
+    format: str | None = None,
+    using: str | None = None,
+) -> SyncResult:
+    """Move the row of `sequence` past the highest number stored in a column no SequenceField fills, creating it
+    when missing; then forget this process's cached ranges. See sync_sequence()."""
+    label = f"{model._meta.label}.{column.name}"
+    if sequence is None:
+        raise ValueError(
+            f"{label} is a {type(column).__name__}, not a SequenceField: name the sequence whose row to move "
+            "past its numbers (--sequence NAME)."
+        )
+    try:
+        validate_sequence_name(sequence)
+    except ValidationError as exc:
+        raise ValueError(f"sequence {sequence!r}: {' '.join(exc.messages)}") from None
+    if DERIVED_MARK in sequence:
+        raise ValueError(
+            f"sequence {sequence!r} names a period or scope row; seed the sequence's own row, whose minimum its "
+            "new periods and scopes start from (segment_seq set NAME --min)."
+        )
+    row = Sequence._base_manager.using(sequence_database()).filter(name=sequence).first()
+    before = None if row is None else row.value
+    rows = model._base_manager.db_manager(using or router.db_for_read(model)).exclude(
+        **{f"{column.name}__isnull": True}
+    )
+    if isinstance(column, models.IntegerField):
+        if (pattern, format) != (None, None):
+            raise ValueError(f"{label} holds integers: a pattern or a format reads texts.")
+        highest = rows.aggregate(highest=Max(column.name))["highest"]
+        at_or_below = None if before is None else rows.filter(**{f"{column.name}__lte": before}).count()
+        unreadable = 0
+    elif isinstance(column, (models.CharField, models.TextField)):
+        highest, at_or_below, unreadable = _highest_text(
+            rows, column.name, TextNumbers(pattern=pattern, format=format), before
+        )
+    else:
+        raise ValueError(f"{label} is a {type(column).__name__}: seeding reads an integer or a text column.")
+    if highest is None:
+        return SyncResult(sequence, None, before, before, unreadable, at_or_below)
+    try:
+        moved = move_past(sequence, (None, None), highest, stored_in=label)
+    finally:
+        clear_cache()
+    return SyncResult(moved.row_name, highest, before, moved.after, unreadable, at_or_below)
+
+
+def _highest_text(
+    rows: models.QuerySet[Any], name: str, reader: TextNumbers, before: int | None
+) -> tuple[int | None, int | None, int]:
+    """The highest number the texts of column `name` show, how many lie at or below `before` (None without a row),
+    and how many texts could not be read."""
+    if reader.prefix:
+        rows = rows.filter(**{f"{name}__startswith": reader.prefix})
+    highest: int | None = None
+    at_or_below = 0
+    unreadable = 0
+    for text in rows.exclude(**{name: ""}).values_list(name, flat=True).iterator(chunk_size=SCAN_CHUNK):
+        number = reader.number(text)
+        if number is None:
+            unreadable += 1
+            continue
+        highest = number if highest is None else max(highest, number)
+        at_or_below += before is not None and number <= before
+    return highest, (None if before is None else at_or_below), unreadable

@@ -10,6 +10,7 @@ from django.db import models
 from django_segment_seq.db.columns import deconstruct_fill_at_save, fill_at_save
 from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.resets import Reset
+from django_segment_seq.flow.rules import NumberRule
 
 if TYPE_CHECKING:
     FieldBase = models.Field[Any, Any]
@@ -29,6 +30,8 @@ class SequenceFieldBase(FieldBase):
     check_digits: Any = None
     conceal: Any = False
     reset_rule: Reset
+    # The options above as the rule numbers are made by, shared with numbers made in code (next_text).
+    rule: NumberRule
     flow: FlowFormat | None = None
     # Numbered by fill_sequences() in one allocation per sequence; formatted texts are rendered one by one at save.
     numbers_in_bulk = False
@@ -42,15 +45,29 @@ class SequenceFieldBase(FieldBase):
         reset_on: Any = None,
         fiscal_year_start: Any = None,
         scope: Any = None,
+        format: Any = None,
     ) -> None:
-        """Keep the options and set the keyword defaults of a field filled at save."""
+        """Keep the options, build the rule numbers are made by, and set the keyword defaults of a field filled at
+        save."""
         self.sequence_name = sequence_name
         self.scope = scope
         self.reset = reset
         self.reset_on = reset_on
         self.fiscal_year_start = fiscal_year_start
-        self.reset_rule = Reset(reset, fiscal_year_start)
         self.gapless = gapless
+        self.rule = NumberRule(
+            sequence_name,
+            format=format,
+            reset=reset,
+            fiscal_year_start=fiscal_year_start,
+            scope=scope,
+            check_digits=self.check_digits,
+            conceal=self.conceal,
+            gapless=gapless,
+        )
+        self.reset_rule = self.rule.reset_rule
+        if format is not None:
+            self.flow = self.rule.flow
         fill_at_save(kwargs)
         # Like AutoField, out of forms unless asked for: a number typed in a form collides with a later one.
         kwargs.setdefault("editable", False)

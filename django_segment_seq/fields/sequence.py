@@ -11,16 +11,14 @@ from django.utils.translation import gettext_lazy as _
 
 from django_segment_seq.api import next_value
 from django_segment_seq.db.columns import concrete_field, empty_key_part, filled_at_save
-from django_segment_seq.db.routing import sequence_database
-from django_segment_seq.db.rownames import NAME_MAX_LENGTH, period_row_name
 from django_segment_seq.fields.checks.field import SequenceFieldChecks
 from django_segment_seq.fields.managers import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
 from django_segment_seq.flow import formats as formatting
-from django_segment_seq.flow import key_ledger, parsing
+from django_segment_seq.flow import parsing
 from django_segment_seq.flow.checkdigits import CheckDigitValidator
-from django_segment_seq.flow.derived import take
 from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.resets import ResetOption
+from django_segment_seq.flow.rules import NumberRule
 from django_segment_seq.flow.scopes import scope_key
 
 __all__ = ["FormattedSequenceField", "SequenceField", "filled_at_save"]
@@ -51,6 +49,22 @@ class SequenceField(SequenceFieldChecks, _IntegerBase):
             return FormattedSequenceField(*args, **kwargs)
         return super().__new__(cls)
 
+    @classmethod
+    def from_rule(cls, rule: NumberRule, *args: Any, **kwargs: Any) -> Any:
+        """The field that makes its numbers by `rule`, the object code passes to next_text() too; `kwargs` are the
+        field's own options (unique=True, reset_on=...). Migrations get the rule's options written out."""
+        options = {
+            "format": rule.format,
+            "reset": rule.reset,
+            "fiscal_year_start": rule.fiscal_year_start,
+            "scope": rule.scope,
+            "check_digits": rule.check_digits,
+            "conceal": rule.conceal,
+            "gapless": rule.gapless,
+        }
+        given = {name: value for name, value in options.items() if value not in (None, False)}
+        return SequenceField(rule.sequence_name, *args, **given, **kwargs)
+
     def __init__(
         self,
         sequence_name: str,
@@ -77,7 +91,7 @@ class SequenceField(SequenceFieldChecks, _IntegerBase):
     def _take(self, instance: models.Model | None = None) -> int:
         if self.gapless or self.scope:
             scope = None if instance is None else scope_key(self, instance)
-            return take(self.sequence_name, int, gapless=self.gapless is True, scope=scope)
+            return self.rule.number(scope=scope)
         return next_value(self.sequence_name)
 
     def get_pk_value_on_save(self, instance: models.Model) -> int:
@@ -119,8 +133,7 @@ class FormattedSequenceField(SequenceFieldChecks, _TextBase):
     ) -> None:
         self.format = format
         self.check_digits, self.conceal = check_digits, conceal
-        self.flow = FlowFormat(format, check_digits=check_digits, conceal_as=sequence_name if conceal else None)
-        self.setup_sequence(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start, scope)
+        self.setup_sequence(sequence_name, reset, gapless, kwargs, reset_on, fiscal_year_start, scope, format)
         kwargs.setdefault("max_length", self.flow.default_max_length(self.reset_rule))
         if self.flow.check_digits is not None:  # a text typed into a form is checked like one handed out
             self.default_validators = [*self.default_validators, CheckDigitValidator(self.flow.check_digits.name)]
@@ -141,33 +154,12 @@ class FormattedSequenceField(SequenceFieldChecks, _TextBase):
         return name, "django_segment_seq.fields.SequenceField", args, kwargs
 
     def _take(self, instance: models.Model) -> str:
-        if self.flow.concealment is not None:
-            key_ledger.verify(sequence_database(None), self.sequence_name, self.flow.source)
-        moment = self.instant(instance)
-        period = self.reset_rule.key(moment)
-        if period is not None and len(period_row_name(self.sequence_name, period)) > NAME_MAX_LENGTH:
-            raise ValueError(
-                f"Sequence {self.sequence_name!r}: period {period!r} makes the row name "
-                f"{period_row_name(self.sequence_name, period)!r} longer than {NAME_MAX_LENGTH} characters. "
-                "Shorten the sequence name."
-            )
-
-        def render(value: int) -> str:
-            text = self.flow.render(value, instance, moment, period)
-            if self.max_length is not None and len(text) > self.max_length:
-                raise ValueError(
-                    f"{self.model._meta.label}.{self.name}: {text!r} is {len(text)} characters long, "
-                    f"more than max_length={self.max_length}. Raise max_length."
-                )
-            return text
-
-        return take(
-            self.sequence_name,
-            render,
-            period=period,
-            cap=self.flow.cap,
-            gapless=self.gapless is True,
+        return self.rule.text(
+            moment=self.instant(instance),
             scope=scope_key(self, instance),
+            instance=instance,
+            max_length=self.max_length,
+            owner=lambda: f"{self.model._meta.label}.{self.name}",
         )
 
     def instant(self, instance: models.Model) -> datetime:

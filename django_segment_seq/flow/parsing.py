@@ -231,3 +231,55 @@ def reveal(flow: FlowFormat, text: object) -> int:
     if refused is not None:
         raise refused
     raise ValueError(f"{text!r} is not a text its format {flow.source!r} makes")
+
+
+# A whole decimal number, as a text column numbered by code or by another system holds it ("100001", " 42").
+WHOLE_NUMBER = re.compile(r"\s*(?P<value>[-+]?[0-9]+)\s*")
+
+
+class TextNumbers:
+    """Reads the numbers of a text column that no SequenceField made, to seed a sequence above them: through a
+    format as a SequenceField writes it (FormatParser), a regular expression whose group `value` (or only group) is
+    the number, or, without either, as a whole decimal number. Texts of other shapes give None.
+
+    ValueError for both options at once or a pattern that is not one; UnparseableFormat for a format that cannot be
+    read back.
+    """
+
+    def __init__(self, *, pattern: str | None = None, format: str | None = None) -> None:
+        self.prefix = ""  # literal text every readable text starts with, for narrowing the query
+        self._parser: FormatParser | None = None
+        if pattern is not None and format is not None:
+            raise ValueError("give a pattern or a format, not both")
+        if format is not None:
+            self._parser = FormatParser(FlowFormat(format))
+            self.prefix = self._parser.prefix
+            self._regex = WHOLE_NUMBER
+            return
+        if pattern is None:
+            self._regex = WHOLE_NUMBER
+            return
+        try:
+            self._regex = re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"the pattern {pattern!r} is not a regular expression: {exc}") from None
+        if "value" not in self._regex.groupindex and self._regex.groups != 1:
+            raise ValueError(
+                f"the pattern {pattern!r} has {self._regex.groups} groups: name the number's group "
+                "(?P<value>...), or give the pattern only that group, e.g. 'ORD-([0-9]+)'"
+            )
+
+    def number(self, text: object) -> int | None:
+        """The number in `text`, or None when it is not a text of the expected shape."""
+        if not isinstance(text, str):
+            return None
+        if self._parser is not None:
+            return self._parser.number(text)
+        found = self._regex.fullmatch(text)
+        if found is None:
+            return None
+        group = "value" if "value" in self._regex.groupindex else 1
+        try:
+            return int(found[group])
+        except (TypeError, ValueError):
+            return None  # the group matched no digits, or none at all

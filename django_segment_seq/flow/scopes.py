@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db.models import Model
 from django.utils import timezone
 
 from django_segment_seq.db.routing import sequence_database
@@ -62,6 +63,18 @@ def value_text(sequence_name: str, field: models.Field[Any, Any], value: Any) ->
         raise SequenceScopeError(
             sequence_name, f"scope field {field.name!r} holds {value!r}: {' '.join(exc.messages)}"
         ) from None
+    return typed_text(sequence_name, field.name, value)
+
+
+def typed_text(sequence_name: str, name: str, value: Any) -> str:
+    """The encoded text of one scope value of a Python type (a model instance counts by its primary key), as a field
+    writes it after reading the value through its own type; SequenceScopeError for a value with no stable text."""
+    if isinstance(value, Model):
+        value = value.pk  # a model instance given in code: its row, as a foreign key's id names it
+    if value is None:
+        raise SequenceScopeError(
+            sequence_name, f"scope value {name!r} is empty, and an empty scope has no counter of its own."
+        )
     if isinstance(value, bool):
         text = "true" if value else "false"
     elif isinstance(value, int):
@@ -75,7 +88,7 @@ def value_text(sequence_name: str, field: models.Field[Any, Any], value: Any) ->
     else:
         raise SequenceScopeError(
             sequence_name,
-            f"scope field {field.name!r} holds a {type(value).__name__} ({value!r}), which has no single text "
+            f"scope field {name!r} holds a {type(value).__name__} ({value!r}), which has no single text "
             "to name a counter by. Scope by an integer, text, UUID or date field (a foreign key counts by its id).",
         )
     return encode_text(text)

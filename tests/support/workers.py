@@ -247,6 +247,22 @@ def keyed_save(companies: str, count: int) -> list[int]:
 SCOPE_FACTOR = 10**12
 
 
+def code_text(sites: str, count: int) -> list[int]:
+    """Order numbers made in code by a yearly, per-site rule, for the sites in turn; writes site * 10**12 + the number
+    the text shows."""
+    from django_segment_seq import NumberRule, next_text
+
+    rule = NumberRule("code-order", format="{date:%Y}-{value:06d}", reset="yearly", scope="site")
+    ids = [int(site) for site in sites.split(",")]
+    offset = os.getpid() % len(ids)
+    got = []
+    for i in range(count):
+        site = ids[(i + offset) % len(ids)]
+        text = next_text(rule, scope={"site": site})
+        got.append(site * SCOPE_FACTOR + int(text.split("-")[1]))
+    return got
+
+
 def disguised_save(_name: str, count: int) -> list[int]:
     """Texts of concealed, Damm-checked orders and of MOD 97-10 creditor references, saved one by one."""
     from tests.testapp.models import CreditorReference, ShopOrder
@@ -263,6 +279,25 @@ def _encoded(text: str) -> int:
     return int.from_bytes(text.encode(), "big")
 
 
+def hold_then_take(name: str, count: int) -> list[int]:
+    """One number (the process then holds the rest of its range), a file saying so, then, once the test's file
+    allows it, count - 1 more: what a process running through a change of the row hands out."""
+    import time
+    from pathlib import Path
+
+    from django_segment_seq import next_value
+
+    got = [next_value(name)]
+    Path(os.environ["SEGMENT_SEQ_TEST_READY"]).write_text("holding")
+    go = Path(os.environ["SEGMENT_SEQ_TEST_GO"])
+    deadline = time.monotonic() + 60
+    while not go.exists():
+        if time.monotonic() > deadline:
+            raise SystemExit("never told to go on")
+        time.sleep(0.02)
+    return got + [next_value(name) for _ in range(count - 1)]
+
+
 FLOW_MODES = {
     "flow-daily": flow_daily,
     "flow-gapless": flow_gapless,
@@ -274,6 +309,8 @@ FLOW_MODES = {
     "scope-gapless": scope_gapless,
     "disguised-save": disguised_save,
     "keyed-save": keyed_save,
+    "code-text": code_text,
+    "hold-then-take": hold_then_take,
 }
 
 

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from django_segment_seq import SequenceField, SequenceManager, SnowflakeField
+from django_segment_seq import NumberRule, SequenceField, SequenceManager, SnowflakeField
 
 
 class Order(models.Model):
@@ -292,3 +292,23 @@ class IsoWeekTicket(models.Model):
     """A weekly series whose {date} shows the ISO week only, which names no single day."""
 
     code = SequenceField("iso-week-ticket", format="T{date:%G-W%V}-{value:04d}", reset="weekly")
+
+
+class LegacyOrder(models.Model):
+    """Orders numbered before the app came, or by code: plain columns a sequence is seeded from (sync --sequence)."""
+
+    number = models.CharField(max_length=20, blank=True)
+    serial = models.IntegerField(null=True)
+    placed_on = models.DateField(null=True)
+
+
+# One rule for the model's field and for numbers made in code before a row exists (next_text).
+SITE_ORDER = NumberRule("site-order", format="{date:%Y}-{value:06d}", reset="yearly", scope="site")
+
+
+class SiteOrder(models.Model):
+    site = models.IntegerField()
+    number = SequenceField.from_rule(SITE_ORDER, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["site", "number"], name="site_order_number")]

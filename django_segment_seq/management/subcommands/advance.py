@@ -14,6 +14,7 @@ from django.utils import timezone
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import session_bounds
 from django_segment_seq.db.table import Sequence
+from django_segment_seq.management.redis_states import retire_redis_states
 from django_segment_seq.management.subcommands.base import Subcommand, sequence_name
 
 
@@ -66,20 +67,6 @@ def advance(alias: str, names: list[str], by: int | None, *, dry_run: bool) -> l
     return moves
 
 
-def retire_redis_states(alias: str, moves: list[Move]) -> list[str]:
-    """Empty the Redis states of the moved rows on the tier: what Redis holds was lent by the table before the
-    restore, and may lie above the new value (the table would lend it again). CommandError if Redis failed."""
-    from django_segment_seq.redistier import state  # imports redis-py when the tier is configured
-
-    try:
-        return state.retire(alias, {move.name: move.after for move in moves})
-    except Exception as exc:  # redis-py's errors: the table has moved; what Redis holds has not
-        raise CommandError(
-            f"The rows moved, but their Redis states could not be emptied ({exc}): run this command again once "
-            "Redis answers (it moves the rows again, a gap), and keep the app stopped until then."
-        ) from exc
-
-
 class Advance(Subcommand):
     name = "advance"
     help = "After a restore the app cannot see: move every sequence forward by a margin (FAILOVER_SKIP by default)."
@@ -101,7 +88,7 @@ class Advance(Subcommand):
     ) -> None:
         alias = self.database(database)
         moves = advance(alias, names, by, dry_run=dry_run)
-        retired = [] if dry_run else retire_redis_states(alias, moves)
+        retired = [] if dry_run else retire_redis_states(alias, {move.name: move.after for move in moves})
         verb = "would move" if dry_run else "moved"
         for move in moves:
             note = " (fewer numbers left than the margin)" if move.short else ""

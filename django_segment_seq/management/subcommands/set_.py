@@ -7,6 +7,8 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError, CommandParser
 
+from django_segment_seq.conf import app_settings
+from django_segment_seq.db.rownames import DERIVED_MARK
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.management.subcommands.base import Subcommand, sequence_name, validation_messages
 
@@ -43,7 +45,8 @@ class SetSequence(Subcommand):
         alias = self.database(database)
         row = Sequence._base_manager.using(alias).filter(name=name).first()
         if row is None:
-            raise CommandError(f"No sequence named {name!r} in database {alias!r}; it is created on first use.")
+            self.create(alias, name, changes)
+            return
         before = {field: getattr(row, field) for field in changes}
         for field, value in changes.items():
             setattr(row, field, value)
@@ -61,3 +64,22 @@ class SetSequence(Subcommand):
             self.stdout.write(
                 "Periods and scopes created from now on take these settings; their existing rows keep their own."
             )
+
+    def create(self, alias: str, name: str, changes: dict[str, Any]) -> None:
+        """Create a sequence's own row with the settings given (the defaults for the rest), as first use would, so
+        its first number already obeys them (--min above numbers stored before the app came)."""
+        if DERIVED_MARK in name:
+            raise CommandError(
+                f"No sequence row named {name!r} in database {alias!r}; a period or scope row is created from its "
+                "sequence's row on first use: set that one."
+            )
+        row = Sequence(name=name, **{"step": app_settings()["DEFAULT_STEP"], **changes})
+        try:
+            row.full_clean()
+        except ValidationError as exc:
+            raise CommandError(f"Sequence {name!r} not created: {validation_messages(exc)}") from None
+        row.save(using=alias)
+        settings = ", ".join(f"{field} {getattr(row, field)}" for field in ("step", "min_value", "max_value", "cycle"))
+        self.stdout.write(
+            f"{name}: created in database {alias!r} with {settings}; its first number is {row.value + 1}."
+        )
