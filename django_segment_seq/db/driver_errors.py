@@ -18,3 +18,9 @@ def mysql_code(exc: BaseException) -> int | None:
 def driver_code(exc: BaseException) -> tuple[str | None, int | None]:
     """The SQLSTATE (psycopg) and the error number (mysqlclient) behind a Django database error."""
     return sqlstate(exc), mysql_code(exc)
+
+
+def one_line(exc: BaseException) -> str:
+    """The error's message on one line (drivers' messages carry newlines and hints), for a warning that needs no
+    traceback: the database's own failure, not a fault of the code."""
+    return " ".join(str(exc).split()) or type(exc).__name__
