@@ -5,8 +5,9 @@ PostgreSQL: the table's oid (`tableoid`, read with the row), which only DROP and
 CLUSTER and a rewriting ALTER TABLE keep it). MariaDB and MySQL: InnoDB's table id, which a rebuild (OPTIMIZE
 TABLE, ALTER TABLE ... FORCE, a column type change) changes too, but an instant or in-place ALTER (a column or an
 index added) does not. Reading it scans InnoDB's whole table list (information_schema, PROCESS privilege), so it is
-asked once per session (with the server's history, in one statement) and again only when the table's creation time, read cheaply with every row, has changed:
-any ALTER, rebuild or re-creation moves that time. SQLite: no identity ("").
+asked once per session (with the server's history, in one statement) and again only when the table's creation
+time, read cheaply with every row, has changed: any ALTER, rebuild or re-creation moves that time. SQLite: no
+identity ("").
 """
 
 from __future__ import annotations
