@@ -68,7 +68,7 @@ PSYCOPG2 = "psycopg2-binary>=2.9.9"
 PSYCOPG3 = ("psycopg", "psycopg-binary", "psycopg-pool")
 # What a "postgres" cell runs: the tests of every part that talks to PostgreSQL through the driver (the caller's
 # transaction and its row locks, private connections, bounded waits, give-back, the async API, the checks), worker
-# processes included: about 3 minutes on the 2-core machine.
+# processes included: 1.7 to 3.5 minutes on the 2-core machine.
 POSTGRES_PATHS = (
     "tests/allocator",
     "tests/cache",
