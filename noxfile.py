@@ -34,15 +34,17 @@ class Cell:
 
     django: str
     python: str
-    suite: str  # "full", "core", or "redis" (tests/redis only)
+    suite: str  # "full", "core", "redis" (tests/redis only), or "postgres" (the PostgreSQL paths, POSTGRES_PATHS)
     coverage: bool = False
     redis: str = ""  # a redis-py release pinned over the newest one the test extra installs
     backends: tuple[str, ...] = ()  # the backends it runs on; () for all
+    driver: str = ""  # "psycopg2": psycopg2 instead of psycopg 3 (Django takes psycopg 3 whenever it is importable)
 
     @property
     def id(self) -> str:
         pinned = f"-redis{self.redis}" if self.redis else ""
-        return f"django{self.django}-py{self.python}{pinned}"
+        driver = f"-{self.driver}" if self.driver else ""
+        return f"django{self.django}-py{self.python}{pinned}{driver}"
 
 
 # The floor of the redis extra in pyproject.toml.
@@ -56,7 +58,28 @@ CELLS = [
     # The oldest redis-py the redis extra allows (the others get the newest): its RedisCluster re-sends commands
     # on its own. The Redis tier's tests only, on one backend: what differs is the client, not the table.
     Cell(django="5.2", python="3.11", suite="redis", redis=REDIS_OLDEST, backends=("sqlite",)),
+    # psycopg2 (the psycopg2 extra), which Django 5.2 and 6.x still support: the PostgreSQL paths of the core suite.
+    Cell(django="5.2", python="3.11", suite="postgres", driver="psycopg2", backends=("postgres",)),
 ]
+
+# The psycopg2 extra in pyproject.toml: what a project on psycopg2 installs.
+PSYCOPG2 = "psycopg2-binary>=2.9.9"
+# The psycopg 3 distributions the test extra brings, taken out again in a psycopg2 cell.
+PSYCOPG3 = ("psycopg", "psycopg-binary", "psycopg-pool")
+# What a "postgres" cell runs: the tests of every part that talks to PostgreSQL through the driver (the caller's
+# transaction and its row locks, private connections, bounded waits, give-back, the async API, the checks), worker
+# processes included: 1.7 to 3.5 minutes on the 2-core machine.
+POSTGRES_PATHS = (
+    "tests/allocator",
+    "tests/cache",
+    "tests/db",
+    "tests/test_async.py",
+    "tests/test_checks.py",
+    "tests/test_real_settings.py",
+    "tests/processes/test_caller_row_locks.py",
+    "tests/processes/test_give_back.py",
+    "tests/processes/test_bounded_waits.py",
+)
 
 # Left out of the core suite: the folders of tests that start many processes, kill them or restart servers, or
 # start clusters of servers, and elsewhere every test that starts worker processes through a fixture (the
@@ -121,6 +144,9 @@ def tests(session: nox.Session, cell: Cell) -> None:
     session.install("-e", ".[test,benchmark]", django_requirement(cell.django))  # benchmark: its smoke test
     if cell.redis:
         session.install(f"redis=={cell.redis}")
+    if cell.driver == "psycopg2":
+        uninstall(session, *PSYCOPG3)
+        session.install(PSYCOPG2)
     # The project's own modules too (an editable install is not compiled): worker processes import them.
     session.run_install("python", "-m", "compileall", "-q", "django_segment_seq", "tests", "benchmarks")
     if os.environ.get("SEGMENT_SEQ_COVERAGE_REPORT"):
@@ -131,6 +157,8 @@ def tests(session: nox.Session, cell: Cell) -> None:
         args = [*(f"--ignore={folder}" for folder in NOT_CORE), "-m", "not processes", *args]
     elif cell.suite == "redis":
         args = ["tests/redis", *args]
+    elif cell.suite == "postgres":
+        args = [*POSTGRES_PATHS, *args]
     env = {"SEGMENT_SEQ_CELL": cell.id}
     data = os.environ.get("SEGMENT_SEQ_COVERAGE_DATA")
     if cell.coverage and data:
@@ -138,6 +166,15 @@ def tests(session: nox.Session, cell: Cell) -> None:
         session.run("python", "tests/support/run_backends.py", "--coverage", *args, env=env)
     else:
         session.run("python", "tests/support/run_backends.py", *args, env=env)
+
+
+def uninstall(session: nox.Session, *distributions: str) -> None:
+    """Take distributions out of the session's virtualenv, with uv when it made it, else with pip."""
+    if session.venv_backend == "uv":
+        python = str(Path(session.bin) / "python")
+        session.run_install("uv", "pip", "uninstall", "--python", python, *distributions, external=True)
+    else:
+        session.run_install("python", "-m", "pip", "uninstall", "-y", "-q", *distributions)
 
 
 def report_coverage(session: nox.Session) -> None:

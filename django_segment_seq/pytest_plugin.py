@@ -4,7 +4,8 @@ For every test that uses the database (pytest-django's `django_db`, Django's tes
 process's cached ranges are forgotten before it runs, and after it the rows it left committed
 outside its transaction are removed and the rest reset. Before pytest-django drops the test
 databases, the private allocation connections are closed (PostgreSQL refuses to drop a database
-someone is connected to).
+someone is connected to). In a project that has the package installed but not the app in INSTALLED_APPS, it does
+nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _is_django_test_case(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, None]:
-    if _uses_database(item) and _django_ready():
+    if _uses_database(item) and _app_ready():
         from django_segment_seq.testing import begin_test  # pytest loads plugins before Django is set up
 
         begin_test()
@@ -45,7 +46,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, None]:
     # A Django test case class's setUpClass (with setUpTestData, in the class's transaction) ran in the
     # setup of its first test: the test itself begins now, and only what is committed outside that
     # transaction from here on is its to clean up.
-    if _is_django_test_case(item) and _django_ready():
+    if _is_django_test_case(item) and _app_ready():
         from django_segment_seq.testing import begin_test  # pytest loads plugins before Django is set up
 
         begin_test()
@@ -57,7 +58,7 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     yield
     # The test's fixtures are gone: its transaction is rolled back (or its tables flushed). After the
     # session's last test, _segment_seq_session has done this already, before the databases were dropped.
-    if _uses_database(item) and _django_ready():
+    if _uses_database(item) and _app_ready():
         from django_segment_seq.testing import end_test  # pytest loads plugins before Django is set up
 
         blocker = _blocker(item)
@@ -81,18 +82,19 @@ def _blocker(item: pytest.Item) -> Any:
         return getattr(plugin, "_blocking_manager", None)  # a module global before the stash key
 
 
-def _django_ready() -> bool:
+def _app_ready() -> bool:
+    """Django is set up with the app installed; in a project that has the package but not the app, nothing is done."""
     try:
-        from django.apps import apps  # pytest loads plugins before Django is set up
-    except ImportError:  # pragma: no cover
+        from django_segment_seq.testcase_hooks import app_installed  # pytest loads plugins before Django is set up
+    except ImportError:  # pragma: no cover - the plugin is installed with the app, so Django is there
         return False
-    return apps.ready
+    return app_installed()
 
 
 @pytest.fixture(autouse=True)
 def _segment_seq_test(request: pytest.FixtureRequest) -> None:
     """Makes a database test depend on _segment_seq_session, so that is torn down before the databases."""
-    if _uses_database(request.node):
+    if _uses_database(request.node) and _app_ready():
         request.getfixturevalue("_segment_seq_session")
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.apps import apps
 from django.test import TransactionTestCase
 from django.utils.module_loading import import_string
 
+APP = "django_segment_seq"
 TESTING = "django_segment_seq.testing"
 ROUTING = "django_segment_seq.db.routing"
 
@@ -66,6 +68,12 @@ def unhook_test_cases() -> None:
     _hooked.clear()
 
 
+def app_installed() -> bool:
+    """Whether Django is set up with the app in INSTALLED_APPS: the pytest plugin loads in every project that has the
+    package installed, and it and these hooks do nothing in one that has not added the app (yet)."""
+    return apps.ready and apps.is_installed(APP)
+
+
 def process_setup(*args: Any) -> None:
     """ParallelTestSuite's process_setup: Django calls the bare function in each spawned worker, with no argument."""
     hook_test_cases()
@@ -77,6 +85,8 @@ def _call(name: str) -> None:
 
 def _hooks_apply(cls: type[TransactionTestCase]) -> bool:
     """The class uses the sequence database and has no SequenceTestCaseMixin doing the same."""
+    if not app_installed():
+        return False
     if issubclass(cls, import_string(f"{TESTING}.SequenceTestCaseMixin")):
         return False
     databases = getattr(cls, "databases", ())

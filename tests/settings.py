@@ -47,9 +47,14 @@ if os.environ.get("SEGMENT_SEQ_TEST_ISOLATION"):
         )
         level = level[8:]
     if BACKEND == "postgres":
-        from psycopg import IsolationLevel
+        try:
+            from psycopg import IsolationLevel
+        except ImportError:  # psycopg2 (the psycopg2 cell): its levels are module constants
+            from psycopg2 import extensions
 
-        level = IsolationLevel[level.upper().replace(" ", "_")]
+            level = getattr(extensions, "ISOLATION_LEVEL_" + level.upper().replace(" ", "_"))
+        else:
+            level = IsolationLevel[level.upper().replace(" ", "_")]
     database.setdefault("OPTIONS", {})["isolation_level"] = level
 
 if os.environ.get("SEGMENT_SEQ_TEST_AUTOCOMMIT") == "0":

@@ -79,3 +79,31 @@ def test_gapless_numbers_on_a_server_without_standbys_are_not_warned_of(backend)
     # (tests/clusters/test_pg_failover.py), never on a server that streams to none or on another vendor.
     assert "testapp.GaplessInvoice.number" in gapless_fields()
     assert check_gapless_replication(databases=["default"]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_database_checks_pass_before_migrate_made_the_apps_tables(settings):
+    # `migrate` on a fresh database runs the database checks first: none may query a table still to come
+    # (E063 did, with SEGMENT_SEQ["REDIS"] set: ProgrammingError, and migrate never ran).
+    from django.core.checks import Tags, run_checks
+    from django.db import connection
+
+    from django_segment_seq.models import ConcealedFormat, Sequence
+
+    settings.SEGMENT_SEQ = {
+        "CONCEAL_KEY": "00112233445566778899aabbccddeeff",
+        "REDIS": {"LOCATION": "redis://127.0.0.1:1/0", "SEQUENCES": ["wraps"]},
+    }
+    Sequence.objects.create(name="wraps", cycle=True, max_value=10)
+    assert "django_segment_seq.E063" in [m.id for m in run_checks(tags=[Tags.database], databases=["default"])]
+    tables = [Sequence._meta.db_table, ConcealedFormat._meta.db_table]
+    with connection.schema_editor() as editor:
+        for table in tables:
+            editor.alter_db_table(None, table, f"{table}_away")
+    try:
+        found = run_checks(tags=[Tags.database], databases=["default"])
+    finally:
+        with connection.schema_editor() as editor:
+            for table in tables:
+                editor.alter_db_table(None, f"{table}_away", table)
+    assert [message.id for message in found if message.id.startswith("django_segment_seq.")] == []

@@ -35,7 +35,7 @@ from django.dispatch import receiver
 from django_segment_seq.allocator.connections import pool
 from django_segment_seq.allocator.memory import Held, TransactionMemory
 from django_segment_seq.conf import app_settings
-from django_segment_seq.db import sqlite
+from django_segment_seq.db import postgres_driver, sqlite
 from django_segment_seq.db.bounded import in_savepoint
 from django_segment_seq.db.driver_errors import mysql_code
 from django_segment_seq.db.statements import (
@@ -95,16 +95,14 @@ def session(connection: BaseDatabaseWrapper) -> Session:
         return Session.UNUSABLE  # Django refuses every query until the block ends
     vendor = connection.vendor
     if vendor == "postgresql":
-        from psycopg.pq import TransactionStatus  # psycopg is installed only where PostgreSQL is used
-
-        status = raw.info.transaction_status
-        if raw.closed or status in (TransactionStatus.UNKNOWN, TransactionStatus.INERROR):
+        status = postgres_driver.transaction_status(raw)
+        if status in (postgres_driver.UNKNOWN, postgres_driver.IN_ERROR):
             return Session.UNUSABLE  # closed or broken (a failover, a terminated backend), or a failed transaction
     # Django's own transaction, begun or about to begin with the next statement (psycopg sends BEGIN then).
     if connection.in_atomic_block or not connection.get_autocommit():
         return Session.IN_TRANSACTION
     if vendor == "postgresql":
-        return Session.IDLE if status == TransactionStatus.IDLE else Session.IN_TRANSACTION
+        return Session.IDLE if status == postgres_driver.IDLE else Session.IN_TRANSACTION
     if vendor == "sqlite":
         return Session.IN_TRANSACTION if raw.in_transaction else Session.IDLE
     # MariaDB: Django's autocommit flag stays true after a raw BEGIN; only the server knows.
@@ -163,9 +161,7 @@ def committed(connection: BaseDatabaseWrapper) -> bool:
     if connection.vendor == "sqlite":
         return not raw.in_transaction
     if connection.vendor == "postgresql":
-        from psycopg.pq import TransactionStatus  # psycopg is installed only where PostgreSQL is used
-
-        return bool(raw.info.transaction_status == TransactionStatus.IDLE)
+        return postgres_driver.transaction_status(raw) == postgres_driver.IDLE
     return bool(raw.get_autocommit())  # mysqlclient reads the server's status flags
 
 
@@ -193,15 +189,14 @@ def _postgresql_blocker_is(caller: BaseDatabaseWrapper, private: BaseDatabaseWra
     pg_blocking_pids() names every holder of a lock the waiter needs, each member of a MultiXact and each
     sharer. A waiter that gets the row at once shows that nobody holds it.
     """
-    pgconn = private.connection.pgconn
-    waiter = pgconn.backend_pid
-    pgconn.send_query_params(probe.encode(), [name.encode()])
-    pgconn.flush()
-    finished = _pg_answered(pgconn, FIRST_ANSWER_SECONDS)
+    raw = private.connection
+    waiter = postgres_driver.backend_pid(raw)
+    sent = postgres_driver.send_probe(raw, probe, name)
+    finished = sent.answered(FIRST_ANSWER_SECONDS)
     try:
         if finished:
             return False
-        mine = caller.connection.info.backend_pid
+        mine = postgres_driver.backend_pid(caller.connection)
         deadline = time.monotonic() + PROBE_SECONDS
         while True:
             with in_savepoint(caller, PROBE_LOCK_TIMEOUT, keep=False) as cursor:
@@ -209,38 +204,24 @@ def _postgresql_blocker_is(caller: BaseDatabaseWrapper, private: BaseDatabaseWra
                 blockers = set(cursor.fetchone()[0] or ())
             if blockers:
                 return mine in blockers
-            finished = _pg_answered(pgconn, LOCK_TABLES_REFRESH)
+            finished = sent.answered(LOCK_TABLES_REFRESH)
             if finished or time.monotonic() >= deadline:
                 return False
     finally:
-        _end_pg_probe(caller, pgconn, waiter, finished)
+        _end_pg_probe(caller, raw, sent, waiter, finished)
 
 
-def _pg_answered(pgconn: Any, seconds: float) -> bool:
-    """Whether the statement sent on `pgconn` has answered within `seconds`."""
-    deadline = time.monotonic() + seconds
-    while True:
-        pgconn.consume_input()
-        if not pgconn.is_busy():
-            return True
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        select.select([pgconn.socket], [], [], left)
-
-
-def _end_pg_probe(caller: BaseDatabaseWrapper, pgconn: Any, waiter: int, finished: bool) -> None:
+def _end_pg_probe(
+    caller: BaseDatabaseWrapper, raw: Any, sent: postgres_driver.LockProbe, waiter: int, finished: bool
+) -> None:
     """Stop the waiting statement (or collect its answer) so the private connection is idle again."""
     if not finished:
         with suppress(Error, InterfaceError), in_savepoint(caller, PROBE_LOCK_TIMEOUT, keep=False) as cursor:
             cursor.execute(PG_CANCEL_BACKEND, [waiter])
-        if not _pg_answered(pgconn, app_settings()["LOCK_TIMEOUT"] + 1):
+        if not sent.answered(app_settings()["LOCK_TIMEOUT"] + 1):
             raise OperationalError("a lock probe did not end")  # the pool drops the connection
-    while pgconn.get_result() is not None:
-        pass  # its rows, or the cancellation's error: either way the session is idle after it
-    from psycopg.pq import TransactionStatus  # psycopg is installed only where PostgreSQL is used
-
-    if pgconn.transaction_status != TransactionStatus.IDLE:
+    sent.collect()
+    if postgres_driver.transaction_status(raw) != postgres_driver.IDLE:
         raise OperationalError("a lock probe left its session busy")  # the pool drops the connection
 
 

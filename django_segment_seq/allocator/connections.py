@@ -21,6 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.utils import load_backend
 
 from django_segment_seq.conf import app_settings
+from django_segment_seq.db import postgres_driver
 from django_segment_seq.db.nodes import node_state
 from django_segment_seq.db.statements import SESSION_LOCK_TIMEOUT, session_lock_timeout_params
 
@@ -283,7 +284,7 @@ def _detach_socket(connection: BaseDatabaseWrapper) -> None:
     if raw is None or connection.vendor == "sqlite":
         return
     try:
-        fd = raw.fileno() if connection.vendor == "mysql" else raw.pgconn.socket
+        fd = raw.fileno() if connection.vendor == "mysql" else postgres_driver.socket_of(raw)
     except Exception:  # noqa: BLE001 - SQLite has no socket; a closed connection has none either
         return
     devnull = os.open(os.devnull, os.O_RDWR)

@@ -26,7 +26,7 @@ from django_segment_seq.allocator.rows import create_row, read_row
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import in_savepoint, write_transaction
 from django_segment_seq.db.history import server_history, unfenced_history, with_table
-from django_segment_seq.db.identity import current_identity, table_identity
+from django_segment_seq.db.identity import current_identity, server_history_and_identity, table_identity
 from django_segment_seq.db.standbys import StandbyUnconfirmed, confirmed_history
 from django_segment_seq.db.statements import Statements, statements_for
 from django_segment_seq.exceptions import (
@@ -89,7 +89,7 @@ class _Taking:
         """Take the next block on `connection`, outside any transaction, and make sure it committed before it is
         used; the row is created only where its lock waits are bounded (not while the caller may hold it)."""
         sql = statements_for(connection, self.settings["LOCK_TIMEOUT"])
-        history = server_history(connection)
+        history = server_history_and_identity(connection)
         create = self.request.create and not plan.ask_caller
         # A caller whose transaction may hold the row is asked first (retry.run): no queueing for its own lock.
         queue = sql.compare_and_set_queues and not plan.ask_caller

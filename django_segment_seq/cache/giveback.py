@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import InterfaceError, OperationalError, connections
+from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
@@ -29,6 +29,7 @@ from django_segment_seq.cache.prefetch import prefetcher
 from django_segment_seq.cache.range_cache import ranges
 from django_segment_seq.conf import app_settings
 from django_segment_seq.db.bounded import write_transaction
+from django_segment_seq.db.driver_errors import one_line
 from django_segment_seq.db.statements import SQLITE_BUSY_TIMEOUT, sqlite_set_busy_timeout, statements_for
 
 logger = logging.getLogger("django_segment_seq")
@@ -86,6 +87,10 @@ def _give_back_on(alias: str, named: list[tuple[str, Unused]], wait: float, dead
                 # The session is gone (a restarted server): a private one tries; what moved will not move twice.
         with pool.borrow(alias) as connection:
             return _send(connection, named, wait, deadline)
+    except (DatabaseError, InterfaceError) as exc:
+        # The database is away (shut down, restarted, unreachable): a fact of the exit, said in one line.
+        logger.warning("Giving unused sequence numbers back on %r failed (%s); they stay a gap.", alias, one_line(exc))
+        return 0
     except Exception:
         logger.warning("Giving unused sequence numbers back on %r failed; they stay a gap.", alias, exc_info=True)
         return 0

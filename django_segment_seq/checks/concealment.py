@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.core import checks
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 
 from django_segment_seq.conf import SETTING_NAME, app_settings
 from django_segment_seq.db.concealed_formats import ConcealedFormat
 from django_segment_seq.db.routing import sequence_database
+from django_segment_seq.db.tables import has_table
 from django_segment_seq.fields.concealed import concealed_formats
 from django_segment_seq.flow.concealing import key_id, key_problem, usable_keys
 
@@ -43,9 +44,11 @@ def check_concealment_keys(app_configs: Any = None, databases: Any = None, **kwa
     if not databases or alias not in databases or not made or key_problem(app_settings().get("CONCEAL_KEY")):
         return []  # E047/E048 report a key that is missing or malformed
     try:
+        if not has_table(connections[alias], ConcealedFormat._meta.db_table):
+            return []  # not migrated yet: migrate records the formats
         recorded = list(ConcealedFormat.objects.using(alias).values_list("sequence_name", "format", "key_id"))
     except DatabaseError:
-        return []  # not migrated yet: migrate records the formats
+        return []  # the database is away: other checks and the first query say so
     current, usable = key_id(str(app_settings()["CONCEAL_KEY"])), usable_keys()
     names = {name for name, _format in made}
     found: list[checks.CheckMessage] = []

@@ -7,10 +7,12 @@ from typing import Any
 
 from django.apps import apps
 from django.core import checks
+from django.db import DatabaseError, connections
 
 from django_segment_seq.conf import SETTING_NAME, redis_settings
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.table import Sequence
+from django_segment_seq.db.tables import has_table
 from django_segment_seq.redistier.config import problems, redis_installed, tier_config
 
 
@@ -71,7 +73,12 @@ def check_redis_rows(app_configs: Any = None, databases: Any = None, **kwargs: A
     alias = sequence_database()
     if config is None or not databases or alias not in databases:
         return []
-    rows = Sequence._base_manager.using(alias).filter(cycle=True).values_list("name", flat=True)
+    try:
+        if not has_table(connections[alias], Sequence._meta.db_table):
+            return []  # not migrated yet (migrate runs this check before it creates the table)
+        rows = list(Sequence._base_manager.using(alias).filter(cycle=True).values_list("name", flat=True))
+    except DatabaseError:
+        return []  # the database is away: other checks and the first query say so
     return [
         checks.Error(
             f"Sequence row {name!r} cycles and is named by {SETTING_NAME}['REDIS']['SEQUENCES']: it takes its "

@@ -1,12 +1,15 @@
-"""The database's own error codes behind an error, read in one place: PostgreSQL's SQLSTATE (psycopg) and
+"""The database's own error codes behind an error, read in one place: PostgreSQL's SQLSTATE (psycopg 3, psycopg2) and
 MySQL's error number (mysqlclient), so what a failure means is decided by codes, never by message texts."""
 
 from __future__ import annotations
 
 
 def sqlstate(exc: BaseException) -> str | None:
-    """The SQLSTATE of the psycopg error a Django database error wraps; None on the other backends."""
-    return getattr(exc.__cause__, "sqlstate", None)
+    """The SQLSTATE of the PostgreSQL driver's error a Django database error wraps (psycopg 3 names it `sqlstate`,
+    psycopg2 `pgcode`); None on the other backends."""
+    cause = exc.__cause__
+    found = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)
+    return found if isinstance(found, str) else None
 
 
 def mysql_code(exc: BaseException) -> int | None:
@@ -18,3 +21,9 @@ def mysql_code(exc: BaseException) -> int | None:
 def driver_code(exc: BaseException) -> tuple[str | None, int | None]:
     """The SQLSTATE (psycopg) and the error number (mysqlclient) behind a Django database error."""
     return sqlstate(exc), mysql_code(exc)
+
+
+def one_line(exc: BaseException) -> str:
+    """The error's message on one line (drivers' messages carry newlines and hints), for a warning that needs no
+    traceback: the database's own failure, not a fault of the code."""
+    return " ".join(str(exc).split()) or type(exc).__name__

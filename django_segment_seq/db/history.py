@@ -44,9 +44,24 @@ def history_of(vendor: str, found: tuple[Any, ...]) -> str:
     return f"{vendor}:{server_id}"
 
 
+def history_flavour(connection: BaseDatabaseWrapper) -> str:
+    """The key of HISTORY_QUERIES for `connection`: MariaDB and MySQL ask differently."""
+    return "mariadb" if getattr(connection, "mysql_is_mariadb", False) else connection.vendor
+
+
+def known_history(connection: BaseDatabaseWrapper) -> str | None:
+    """The history this session was found on, if it has been asked."""
+    return _known.get(connection)
+
+
+def keep_history(connection: BaseDatabaseWrapper, history: str) -> None:
+    """The history this session is on, found by a statement that asked more (db/identity.py)."""
+    _known.keep(connection, history)
+
+
 def server_history(connection: BaseDatabaseWrapper) -> str:
     """The history of the server `connection` is open on, asked once per session."""
-    flavour = "mariadb" if getattr(connection, "mysql_is_mariadb", False) else connection.vendor
+    flavour = history_flavour(connection)
     query = HISTORY_QUERIES.get(flavour)
     if query is None:
         return ""

@@ -5,8 +5,9 @@ PostgreSQL: the table's oid (`tableoid`, read with the row), which only DROP and
 CLUSTER and a rewriting ALTER TABLE keep it). MariaDB and MySQL: InnoDB's table id, which a rebuild (OPTIMIZE
 TABLE, ALTER TABLE ... FORCE, a column type change) changes too, but an instant or in-place ALTER (a column or an
 index added) does not. Reading it scans InnoDB's whole table list (information_schema, PROCESS privilege), so it is
-asked once per session and again only when the table's creation time, read cheaply with every row, has changed:
-any ALTER, rebuild or re-creation moves that time. SQLite: no identity ("").
+asked once per session (with the server's history, in one statement) and again only when the table's creation
+time, read cheaply with every row, has changed: any ALTER, rebuild or re-creation moves that time. SQLite: no
+identity ("").
 """
 
 from __future__ import annotations
@@ -17,6 +18,14 @@ from typing import Any
 from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from django_segment_seq.db.history import (
+    HISTORY_QUERIES,
+    history_flavour,
+    history_of,
+    keep_history,
+    known_history,
+    server_history,
+)
 from django_segment_seq.db.sessions import PerSession
 from django_segment_seq.db.table import Sequence
 
@@ -87,3 +96,29 @@ def table_identity(connection: BaseDatabaseWrapper, cursor: Any, read: str) -> s
     identity = str(found[0]) if found is not None and found[0] is not None else f"c{read}"
     _known.keep(connection, (read, identity))
     return identity
+
+
+def server_history_and_identity(connection: BaseDatabaseWrapper) -> str:
+    """server_history(); on MariaDB and MySQL, in a session that has asked neither, asked in one statement with the
+    table's creation time and InnoDB's id, which table_identity() then finds known: a session's first range takes
+    one round trip less. Without the PROCESS privilege InnoDB's ids cannot be read: the history alone then."""
+    flavour = history_flavour(connection)
+    if flavour not in INNODB_TABLE_ID:
+        return server_history(connection)
+    connection.ensure_connection()
+    if known_history(connection) is not None or _known.get(connection) is not None:
+        return server_history(connection)
+    table = Sequence._meta.db_table
+    columns = f"{identity_read('mysql', table)}, ({INNODB_TABLE_ID[flavour]})"
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"{HISTORY_QUERIES[flavour]}, {columns}", [table])
+            found = tuple(cursor.fetchone())
+    except DatabaseError:
+        return server_history(connection)  # no PROCESS privilege: table_identity() asks, and says what it costs
+    history = history_of(flavour, found[:2])
+    keep_history(connection, history)
+    created, table_id = found[2], found[3]
+    if created is not None and table_id is not None:
+        _known.keep(connection, (str(created), str(table_id)))
+    return history

@@ -26,6 +26,7 @@ from tests.conftest import ROOT, assert_unique, worker_env
 from tests.support.scenarios import run_scenario, start_holder
 
 ON_SQLITE = settings.BACKEND == "sqlite"
+ON_POSTGRES = settings.BACKEND == "postgres"
 # Prefetch needs, on SQLite, the Sequence table in a file of its own (see test_prefetch.py).
 PREFETCH_ALIAS = "sequences" if ON_SQLITE else "default"
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", PREFETCH_ALIAS])
@@ -320,3 +321,28 @@ def test_in_process_close_connections_then_numbers_continue():
     assert got == list(range(1, 11))
     assert Sequence.objects.get(name="s").value == 57
     assert wait_for_prefetch(1)
+
+
+@pytest.mark.skipif(ON_SQLITE, reason="a database server to lose")
+def test_an_exit_with_the_database_gone_says_so_in_one_warning_line():
+    """The server went away (its sessions ended, new ones refused) before a clean exit: the give-back fails with
+    one warning line on stderr, no traceback, and the exit still succeeds."""
+    from tests.support.cut_relay import CutRelay
+
+    Sequence.objects.create(name="s", step=1000)
+    database = connections["default"].settings_dict
+    relay = CutRelay(database["HOST"] or "127.0.0.1", int(database["PORT"] or (5432 if ON_POSTGRES else 3306)))
+    scheme, user = ("postgres", "postgres") if ON_POSTGRES else ("mysql", "root")
+    url = {f"SEGMENT_SEQ_TEST_{settings.BACKEND.upper()}_URL": f"{scheme}://{user}@127.0.0.1:{relay.port}/test"}
+    worker = Worker("s", **url)
+    assert worker.take(5) == [1, 2, 3, 4, 5]
+    relay.cut()
+    assert worker.order("exit") == {"exiting": True}
+    assert worker.proc.wait(TIMEOUT) == 0
+    assert worker.proc.stderr is not None
+    err = worker.proc.stderr.read()
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("Giving unused sequence numbers back on 'default' failed ("), err
+    assert take_in_process("s", 1) == [1001]  # the rest stayed a gap

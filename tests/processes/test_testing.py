@@ -70,12 +70,12 @@ def _user_project_env(run: str) -> dict[str, str]:
     return env
 
 
-def _run_user_project(args: list[str], run: str, blocker: Any) -> subprocess.CompletedProcess[str]:
+def _run_user_project(args: list[str], run: str, blocker: Any, **env: str) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(
             [sys.executable, *args],
             cwd=USER_PROJECT,
-            env=_user_project_env(run),
+            env={**_user_project_env(run), **env},
             capture_output=True,
             text=True,
             timeout=600,
@@ -174,3 +174,15 @@ def test_user_project_tests_fail_without_the_plugin(django_db_blocker):
     if connection.vendor == "postgresql":
         # The first test's private connection is still open when pytest-django drops the database.
         assert TEARDOWN_ERROR in result.stdout + result.stderr
+
+
+def test_a_project_without_the_app_runs_its_tests_untouched(django_db_blocker):
+    """The package installed, the app not in INSTALLED_APPS: the plugin, loaded through its entry point, does
+    nothing (before, every database test failed at setup and teardown: the Sequence model "isn't in an application
+    in INSTALLED_APPS")."""
+    args = ["-m", "pytest", "-q", "without_app"]
+    result = _run_user_project(args, "withoutapp", django_db_blocker, USERPROJECT_WITHOUT_APP="1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    assert "5 passed" in result.stdout and "error" not in result.stdout.splitlines()[-1].lower(), output[-5000:]
+    assert "django_segment_seq" not in output and "Traceback" not in output, output[-5000:]

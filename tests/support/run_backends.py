@@ -47,9 +47,12 @@ def reachable(backend: str) -> str | None:
 
             MySQLdb.connect(host="127.0.0.1", port=3306, user="root", password="", connect_timeout=3).close()
         elif backend == "postgres":
-            import psycopg
+            try:
+                import psycopg as driver
+            except ImportError:  # a psycopg2 cell
+                import psycopg2 as driver
 
-            psycopg.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", connect_timeout=3).close()
+            driver.connect("host=127.0.0.1 port=5432 user=postgres dbname=postgres", connect_timeout=3).close()
     except Exception as exc:  # noqa: BLE001 - any failure means "not reachable", reported verbatim
         return f"{type(exc).__name__}: {exc}".strip()
     return None

@@ -42,6 +42,10 @@ else:
 SECRET_KEY = "userproject-tests-only"
 USE_TZ = True
 INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth", "django_segment_seq", "orders"]
+TEST_RUNNER = "django_segment_seq.testing.DiscoverRunner"
+if os.environ.get("USERPROJECT_WITHOUT_APP"):
+    # The package installed (its pytest plugin loads through its entry point) but not yet in INSTALLED_APPS.
+    INSTALLED_APPS = ["django.contrib.contenttypes", "django.contrib.auth"]
+    TEST_RUNNER = "django.test.runner.DiscoverRunner"  # the app's runner needs the app
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 ROOT_URLCONF = "usersite.urls"
-TEST_RUNNER = "django_segment_seq.testing.DiscoverRunner"
