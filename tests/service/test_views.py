@@ -188,7 +188,7 @@ def test_403_outside_the_patterns(prefix):
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"count": 1001}, "count"),
+        ({"count": 10_001}, "count"),
         ({"count": 0}, "count"),
         ({"count": -5}, "count"),
         ({"count": "ten"}, "count"),
@@ -221,7 +221,23 @@ def test_400_for_a_body_that_is_not_json_and_a_long_name(prefix):
 def test_max_count_is_the_clients(prefix):
     token = add_client("small", "--max-count", "5")
     assert post(prefix, "order/next", token, {"count": 5}).status_code == 200
-    assert "from 1 to 5" in post(prefix, "order/next", token, {"count": 6}).json()["detail"]
+    above = post(prefix, "order/next", token, {"count": 6})
+    assert above.status_code == 403 and above.json()["error"] == "count_limit" and "at most 5" in above.json()["detail"]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_count_the_document_allows_above_the_clients_is_a_declared_refusal_not_a_400(prefix):
+    """The document's maximum is SERVICE_MAX_COUNT: a count up to it is well formed, whatever this client may take."""
+    token = add_client("contract", "--max-count", "1000")
+    document = client(prefix).get(url(prefix, "openapi.json")).json()
+    assert document["components"]["schemas"]["Count"]["properties"]["count"]["maximum"] == 10_000
+    paths = {"order/next": "/{name}/next", "fields/testapp.Parcel.code/next": "/fields/{label}/next"}
+    paths["snowflake/classic/next"] = "/snowflake/{layout}/next"
+    for path, operation in paths.items():
+        response = post(prefix, path, token, {"count": 9999})
+        assert response.status_code == 403 and response.json()["error"] == "count_limit", (path, response.content)
+        declared = document["paths"][operation]["post"]["responses"]["403"]["description"]
+        assert "count_limit" in declared
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
