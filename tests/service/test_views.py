@@ -1,8 +1,14 @@
 """The ID service in process (Django's test clients: sync and async views, and the fast path in front of Django):
 every answer a caller can get."""
 
+import contextlib
 import json
+import logging
+import os
 import re
+import socket
+import tempfile
+from collections.abc import Iterator
 from io import StringIO
 
 import pytest
@@ -338,6 +344,51 @@ def test_usage_is_counted_and_listed(prefix, monkeypatch):
     call_command("segment_seq", "client", "list", "--json", stdout=out)
     (row,) = json.loads(out.getvalue())
     assert row["requests"] == 2 and row["token"].startswith("ssq_") and len(row["token"]) < 20
+
+
+@contextlib.contextmanager
+def database_down() -> Iterator[None]:
+    """The default database unreachable from this thread's connection (a folder that does not exist for SQLite, a
+    port nothing listens on for a server), as in an outage; reachable again afterwards."""
+    from django.db import connection
+
+    kept = dict(connection.settings_dict)
+    connection.close()
+    if connection.vendor == "sqlite":
+        connection.settings_dict["NAME"] = os.path.join(tempfile.gettempdir(), "no-such-folder", "down.sqlite3")
+    else:
+        with socket.create_server(("127.0.0.1", 0)) as closed:
+            port = closed.getsockname()[1]  # free once closed: a connection there is refused at once
+        connection.settings_dict.update(HOST="127.0.0.1", PORT=str(port))
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.settings_dict.clear()
+        connection.settings_dict.update(kept)
+
+
+@pytest.mark.parametrize("prefix", PATHS)
+def test_an_outage_of_the_usage_writes_is_one_warning_line_without_a_traceback(prefix, monkeypatch, caplog):
+    from django_segment_seq.service import tallies
+
+    monkeypatch.setattr(tallies, "FLUSH_EVERY", 0)  # a write after (or before) every request
+    token = add_client()
+    assert post(prefix, "order/next", token).status_code == 200  # the token known, the range cached
+    tallies.usage.flush()
+    caplog.set_level(logging.DEBUG, logger="django_segment_seq.service")
+    with database_down():
+        for _ in range(4):  # served from memory (the known token, the cached range); each write fails
+            assert post(prefix, "order/next", token).status_code == 200
+            tallies.usage.flush()
+    warnings = [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert len(warnings) == 1, [record.getMessage() for record in warnings]  # before: one with a traceback per write
+    assert "usage counts cannot be written" in warnings[0].getMessage() and "\n" not in warnings[0].getMessage()
+    assert all(record.exc_info is None for record in caplog.records) and "Traceback" not in caplog.text
+    assert caplog.text.count("(still) the usage counts cannot be written") >= 3  # the later writes failed too
+    tallies.usage.flush()  # the database back: the counts kept through the outage are written
+    assert "usage counts are written again" in caplog.text
+    assert Client.objects.get(name="shop").requests == 5
 
 
 def test_command_refuses_a_bad_rate_and_a_second_client_of_one_name():
