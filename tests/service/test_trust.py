@@ -238,6 +238,7 @@ def test_failed_authentications_are_limited_without_reading_the_table(settings):
     token = add_client()
     statuses = [post("/ids/", "order/next", "ssq_" + "W" * 43).status_code for _ in range(5)]
     assert statuses == [401] * 5
+    assert post("/ids/", "order/next", "ssq_" + "U" * 43).status_code == 429  # the live tokens read, once a while
     with CaptureQueriesContext(connection) as queries:
         refused = post("/ids/", "order/next", "ssq_" + "V" * 43)
     assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1

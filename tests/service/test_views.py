@@ -170,6 +170,26 @@ def test_rotation_keeps_the_old_token_for_its_grace_only(prefix):
     assert post(prefix, "order/next", newest).status_code == 200
 
 
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_revoked_clients_failures_do_not_lock_out_the_valid_clients_on_its_address(prefix, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from django_segment_seq.service.authentication import known
+
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "SERVICE_AUTH_FAILURE_RATE": "5/m"}
+    first, second, revoked = add_client("first"), add_client("second"), add_client("revoked")
+    call_command("segment_seq", "client", "revoke", "revoked", stdout=StringIO())
+    statuses = [post(prefix, "order/next", revoked).status_code for _ in range(8)]
+    assert statuses == [401] * 5 + [429] * 3  # the address is past its failures
+    known.forget()  # as after KNOWN_FOR seconds, or in another process: the valid tokens are not remembered
+    assert [post(prefix, "order/next", token).status_code for token in (first, second, first)] == [200] * 3
+    with CaptureQueriesContext(connection) as queries:
+        assert post(prefix, "order/next", "ssq_" + "W" * 43).status_code == 429
+        assert post(prefix, "order/next", revoked).status_code == 429
+    assert queries.captured_queries == []  # wrong tokens are still refused without reading the client table
+
+
 def test_only_a_digest_is_stored():
     token = add_client()
     client = Client.objects.get(name="shop")
