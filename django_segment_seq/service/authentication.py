@@ -167,8 +167,10 @@ class LiveDigests:
 
     def load(self) -> None:
         now, found = timezone.now(), set()
-        rows = Client.objects.filter(revoked_at=None).order_by().values_list(
-            "token_digest", "previous_digest", "previous_valid_until"
+        rows = (
+            Client.objects.filter(revoked_at=None)
+            .order_by()
+            .values_list("token_digest", "previous_digest", "previous_valid_until")
         )
         for current, previous, valid_until in rows:
             found.add(current)

@@ -11,8 +11,10 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -290,6 +292,40 @@ def test_only_plain_rows_that_exist_over_the_wire(servers, kind):
     status, _, body = call(url + fresh("partner") + "/next", {"count": 1}, token)
     assert status == 404 and json.loads(body)["error"] == "not_found"
     assert dict(Sequence.objects.values_list("name", "value")) == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_concurrent_first_requests_for_new_rows_all_succeed_and_count_each_row_once(servers, kind):
+    """Callers of a client that may create 2 rows ask, all at once from every worker, for 2 new names (on MariaDB
+    spelt 4 ways each, which its collation takes for one row): every request is served, and 2 rows are counted."""
+    url, maker = servers[kind].url, fresh("maker")
+    token = make_client(maker, "order-made-*,ORDER-MADE-*,Order-Made-*,ördér-mädé-*", max_new_rows=2)
+    names = [fresh("made-a").lower(), fresh("made-b").lower()]
+    spellings = [name.upper() for name in names] + [name.title() for name in names]
+    if connection.vendor == "mysql":
+        spellings += [name.replace("order-made", "ördér-mädé") for name in names]
+    asked = [name for name in names for _ in range(3)] + (spellings if connection.vendor == "mysql" else names * 3)
+    answers: list[tuple[str, int, bytes]] = []
+    start = threading.Barrier(len(asked))
+
+    def one(name: str) -> None:
+        start.wait(10)
+        status, _, body = call(url + quote(name) + "/next", {"count": 5}, token, timeout=30)
+        answers.append((name, status, body))
+
+    threads = [threading.Thread(target=one, args=(name,)) for name in asked]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(answers) == len(asked) and {status for _, status, _ in answers} == {200}, answers
+    assert Client.objects.get(name=maker).rows_created == 2
+    rows = Sequence.objects.filter(name__in=names)  # as the database compares: whichever spelling came first
+    assert rows.count() == 2 and not Sequence.objects.filter(name__in=spellings).exclude(pk__in=rows).exists()
+    for row in rows:  # every spelling took from the one row: no number twice
+        taken = [json.loads(body) for name, _, body in answers if Sequence.objects.get(name=name).pk == row.pk]
+        assert len(taken) == len(asked) // 2
+        assert_unique([number for block in taken for number in range(block["first"], block["last"] + 1)])
 
 
 @pytest.mark.parametrize("kind", KINDS)

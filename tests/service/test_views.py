@@ -556,7 +556,7 @@ def test_the_fast_path_remembers_an_admission_only_while_the_token_is_known():
     client.max_count = 4
     client.save()
     response = post("fast", "order/next", token, {"count": 5})
-    assert response.status_code == 400 and response.json()["field"] == "count"
+    assert response.status_code == 403 and response.json()["error"] == "count_limit"
     client.sequences = "invoice*"
     client.save()
     assert post("fast", "order/next", token, {"count": 1}).status_code == 403
