@@ -124,7 +124,9 @@ def test_security_answers(servers, kind):
     assert len({body for _, _, body in answers}) == 1
     status, _, body = call(url + "invoice/next", {"count": 1}, token)
     assert status == 403 and json.loads(body)["error"] == "forbidden"
-    status, _, body = call(url + name + "/next", {"count": 11}, token)
+    status, _, body = call(url + name + "/next", {"count": 11}, token)  # within the document's maximum
+    assert status == 403 and json.loads(body)["error"] == "count_limit"
+    status, _, body = call(url + name + "/next", {"count": CONTRACT_MAX_COUNT + 1}, token)  # beyond it
     assert status == 400 and json.loads(body)["field"] == "count"
     statuses = [call(url + name + "/next", None, limited) for _ in range(3)]
     assert [status for status, _, _ in statuses] == [200, 200, 429]
