@@ -355,6 +355,29 @@ def test_the_rate_holds_on_the_database_cache_under_concurrency(settings, backen
     assert len(admitted) == 8 and sum(admitted) == 20, admitted  # 64 requests, 20 in the window's limit
 
 
+CULLING_CACHES = ["django.core.cache.backends.db.DatabaseCache", "django.core.cache.backends.filebased.FileBasedCache"]
+
+
+@pytest.mark.parametrize("prefix", PATHS)
+@pytest.mark.parametrize("backend_path", CULLING_CACHES)
+def test_a_rate_holds_on_a_cache_that_culls_its_keys(prefix, backend_path, settings, tmp_path):
+    """Django's database and file caches cull a third of their keys past MAX_ENTRIES: a busy neighbour's keys
+    culled the count (or the claimed keys) of a rate, which then admitted a client again within its window."""
+    on_database = backend_path.endswith("DatabaseCache")
+    location = "segment_seq_rate_cache" if on_database else str(tmp_path / "cache")
+    options = {"MAX_ENTRIES": 10, "CULL_FREQUENCY": 2}
+    settings.CACHES = {"default": {"BACKEND": backend_path, "LOCATION": location, "OPTIONS": options}}
+    if on_database:
+        call_command("createcachetable", stdout=StringIO())
+    token = add_client("steady", "order*", "--rate", "5/d")  # a day's window: no window ends during the test
+    statuses = []
+    for round_ in range(10):
+        statuses.append(post(prefix, "order/next", token).status_code)
+        for index in range(30):  # the busy neighbour: three times MAX_ENTRIES of keys that sort after the rate's
+            cache.set(f"zz-neighbour-{round_}-{index}", index)  # (the database cache culls the lowest keys)
+    assert statuses == [200] * 5 + [429] * 5
+
+
 # 5. Bad input is a 400 naming the field, never "try again later"
 
 
