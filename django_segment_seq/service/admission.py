@@ -12,7 +12,7 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.db.routing import fixed_alias, sequence_database
 from django_segment_seq.service import answers
 from django_segment_seq.service.authentication import Caller, CsrfRefused, NotAuthenticated, TooManyFailures, caller_of
-from django_segment_seq.service.requests import SEQUENCE, BadRequest, Target, body_fields, requested_count
+from django_segment_seq.service.requests import SEQUENCE, BadRequest, CountLimit, Target, body_fields, requested_count
 from django_segment_seq.service.rows import Asker, folds_case, row_refusal
 from django_segment_seq.service.tallies import usage
 from django_segment_seq.service.throttle import retry_after
@@ -54,6 +54,8 @@ def admit(request: HttpRequest, target: Target) -> Admission:
         count = requested_count(body_fields(request), caller.max_count)
     except BadRequest as exc:
         return Admission(caller, refusal=answers.bad_request(exc.field, exc.detail))
+    except CountLimit as exc:
+        return Admission(caller, refusal=answers.answer(403, "count_limit", exc.detail))
     refusal = row_checked(caller, target)
     return Admission(caller, count, refusal)
 

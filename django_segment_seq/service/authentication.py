@@ -70,11 +70,12 @@ def address_of(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR") or "-")
 
 
-def refuse_if_failing(address: str) -> None:
-    """TooManyFailures, from the cache alone, when `address` is past SERVICE_AUTH_FAILURE_RATE."""
+def refuse_if_failing(address: str, wanted: str | None = None) -> None:
+    """TooManyFailures when `address` is past SERVICE_AUTH_FAILURE_RATE, unless `wanted` (a token's digest) is a live
+    token's: another token's failures never refuse a valid one. From the cache and the process's memory alone."""
     rate = failure_rate()
     seconds = None if rate is None else peek(f"auth-failures:{address}", rate)
-    if seconds is not None:
+    if seconds is not None and (wanted is None or wanted not in live_digests):
         raise TooManyFailures(seconds)
 
 
@@ -149,6 +150,45 @@ post_save.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service
 post_delete.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service_known_tokens_delete")
 
 
+class LiveDigests:
+    """The digests of every live token (current, or previous within its grace), read at most once per KNOWN_FOR by a
+    process and only while an address is past its failures: so a valid token is told from the wrong ones sent from
+    its address without a query per refusal."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.until = 0.0
+        self.digests: frozenset[str] = frozenset()
+
+    def __contains__(self, wanted: str) -> bool:
+        if time.monotonic() >= self.until:
+            self.load()
+        return wanted in self.digests
+
+    def load(self) -> None:
+        now, found = timezone.now(), set()
+        rows = (
+            Client.objects.filter(revoked_at=None)
+            .order_by()
+            .values_list("token_digest", "previous_digest", "previous_valid_until")
+        )
+        for current, previous, valid_until in rows:
+            found.add(current)
+            if previous and valid_until is not None and valid_until > now:
+                found.add(previous)
+        with self.lock:
+            self.digests, self.until = frozenset(found), time.monotonic() + KNOWN_FOR
+
+    def forget(self, **kwargs: Any) -> None:
+        with self.lock:
+            self.until = 0.0
+
+
+live_digests = LiveDigests()
+post_save.connect(live_digests.forget, sender=Client, dispatch_uid="segment_seq_service_live_digests")
+post_delete.connect(live_digests.forget, sender=Client, dispatch_uid="segment_seq_service_live_digests_delete")
+
+
 def client_caller(token: str, address: str = "-") -> Caller:
     """The caller of a bearer token, from memory for a token found valid in the last KNOWN_FOR seconds; an address
     past its failures is refused before the table is read."""
@@ -156,7 +196,7 @@ def client_caller(token: str, address: str = "-") -> Caller:
     caller = known.get(wanted) if token else None
     if caller is not None:
         return caller
-    refuse_if_failing(address)
+    refuse_if_failing(address, wanted if token else None)
     client = client_with(token)
     if client is None:
         note_failure(address)
@@ -184,9 +224,9 @@ def caller_of(request: HttpRequest) -> Caller:
     address = address_of(request)
     if token is not None or not hasattr(request, "user"):
         return client_caller(token or "", address)
-    refuse_if_failing(address)
     user = request.user
     if not user.is_authenticated or not user.has_perm(PERMISSION):
+        refuse_if_failing(address)  # a permitted user is never refused for the failures of others on its address
         client_with("")  # the same work as a wrong token
         note_failure(address)
         raise NotAuthenticated

@@ -79,3 +79,20 @@ class Client(models.Model):
             raise ValidationError(
                 {"max_count": _("At most %(most)d (SEGMENT_SEQ['SERVICE_MAX_COUNT']).") % {"most": most}}
             )
+
+
+class RateWindow(models.Model):
+    """Requests counted in one window of a rate (a client's, or an address's failed authentications), kept in the
+    database when the cache is one that culls its keys past MAX_ENTRIES (Django's database and file caches)."""
+
+    key = models.CharField(_("window"), max_length=200, unique=True)
+    count = models.PositiveIntegerField(_("requests"), default=0)
+    ends_at = models.FloatField(_("ends at"), help_text=_("When the window ends, in seconds since the epoch."))
+
+    class Meta:
+        app_label = "segment_seq_service"
+        verbose_name = _("ID service rate window")
+        verbose_name_plural = _("ID service rate windows")
+
+    def __str__(self) -> str:
+        return self.key

@@ -55,7 +55,8 @@ def taking(summary: str, parameter: str, description: str, result: str, schema: 
                 "401": refusal("No valid token.", {"WWW-Authenticate": {"schema": {"type": "string"}}}),
                 "403": refusal(
                     "Outside the client's patterns, a row a field derives or numbers gaplessly, a session without "
-                    "its CSRF token, or past the rows the client may create."
+                    "its CSRF token, past the rows the client may create, or (`error` count_limit) a count the "
+                    "schema allows above this client's own largest count."
                 ),
                 "404": refusal("No such field or sequence (a client creates rows only when it may)."),
                 "405": refusal("Only POST."),
@@ -78,7 +79,8 @@ def schemas(most: int) -> dict[str, Any]:
                     "minimum": 1,
                     "maximum": most,
                     "default": 1,
-                    "description": "Up to the client's largest count (at most this maximum).",
+                    "description": "Up to the client's largest count (at most this maximum); a count above the "
+                    "client's own is answered 403 with `error` count_limit.",
                 }
             },
         },

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from django.db import DatabaseError
@@ -13,6 +12,7 @@ from django_segment_seq.exceptions import SequenceError, SequenceExhausted, Sequ
 from django_segment_seq.service import answers, loglines
 from django_segment_seq.service.authentication import Caller
 from django_segment_seq.service.handout import NotFound, handed_out
+from django_segment_seq.service.outages import Outage
 from django_segment_seq.service.request_metrics import count_request
 from django_segment_seq.service.requests import BadRequest, Target
 from django_segment_seq.service.tallies import usage
@@ -27,34 +27,7 @@ def shown(text: object) -> str:
     return value if value.isascii() and value.isprintable() else ascii(value)
 
 
-class Outage:
-    """Whether numbers could not be handed out lately: the first failure of an outage is logged as a warning, the
-    rest at DEBUG, and the first answer after it says the outage ended, so an outage is two lines, not a flood."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.failing = False
-        self.refused = 0
-
-    def failed(self, what: str, exc: BaseException) -> None:
-        with self.lock:
-            first, self.failing = not self.failing, True
-            self.refused += 1
-        if first:
-            logger.warning("ID service: numbers cannot be handed out (%s): %s: %s", what, type(exc).__name__, exc)
-        else:
-            logger.debug("ID service: still unavailable (%s): %s", what, exc)
-
-    def served(self) -> None:
-        if not self.failing:
-            return
-        with self.lock:
-            ended, refused, self.failing, self.refused = self.failing, self.refused, False, 0
-        if ended:
-            logger.warning("ID service: numbers are handed out again, after %d requests answered 503", refused)
-
-
-outage = Outage()
+outage = Outage("numbers cannot be handed out")
 
 
 def served(caller: Caller, target: Target, body: dict[str, Any]) -> JsonResponse:
@@ -71,7 +44,9 @@ def handed_over(caller: Caller, target: Target, body: dict[str, Any]) -> None:
     if loglines.writes_info(logger):
         name, scope_name = shown(caller.name), shown(target.scope_name)
         loglines.info(logger, "ID service: %s took %d of %s: %s", name, numbers, scope_name, range_text)
-    outage.served()
+    refused = outage.ended()
+    if refused is not None:
+        logger.warning("ID service: numbers are handed out again, after %d requests answered 503", refused)
 
 
 def failed(exc: BaseException, target: Target) -> HttpResponse:

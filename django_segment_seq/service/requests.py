@@ -10,6 +10,7 @@ from typing import Any
 from django.core.exceptions import RequestDataTooBig, ValidationError
 from django.http import HttpRequest
 
+from django_segment_seq.conf import app_settings
 from django_segment_seq.db.rownames import validate_sequence_name
 
 SEQUENCE, FIELD, SNOWFLAKE = "sequence", "field", "snowflake"
@@ -23,6 +24,14 @@ class BadRequest(Exception):
     def __init__(self, field: str, detail: str) -> None:
         super().__init__(detail)
         self.field = field
+        self.detail = detail
+
+
+class CountLimit(Exception):
+    """A count the document allows (up to SERVICE_MAX_COUNT) but this caller may not take: a refusal, not bad input."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
         self.detail = detail
 
 
@@ -72,7 +81,8 @@ def body_fields(request: HttpRequest) -> dict[str, Any]:
 
 
 def requested_count(fields: dict[str, Any], max_count: int) -> int:
-    """`count`, 1 by default; BadRequest naming the field unless it is a whole number from 1 to `max_count`."""
+    """`count`, 1 by default; BadRequest naming the field unless it is a whole number from 1 to SERVICE_MAX_COUNT
+    (the document's maximum), CountLimit when it is above this caller's `max_count`."""
     value = fields.get("count", 1)
     if isinstance(value, str):
         digits = DIGITS.fullmatch(value)
@@ -81,6 +91,9 @@ def requested_count(fields: dict[str, Any], max_count: int) -> int:
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise BadRequest("count", f"count must be a whole number from 1 to {max_count}.")
-    if value < 1 or value > max_count:
-        raise BadRequest("count", f"count is {value}; it must be from 1 to {max_count}, this client's largest count.")
+    most = max(max_count, app_settings()["SERVICE_MAX_COUNT"])
+    if value < 1 or value > most:
+        raise BadRequest("count", f"count is {value}; it must be from 1 to {most}.")
+    if value > max_count:
+        raise CountLimit(f"count is {value}; this client may take at most {max_count} at a time.")
     return value

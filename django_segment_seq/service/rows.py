@@ -8,15 +8,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db import connections
-from django.db.models import F
-
 from django_segment_seq.cache.range_cache import ranges
-from django_segment_seq.db.rownames import DERIVED_MARK
 from django_segment_seq.db.table import Sequence
+from django_segment_seq.exceptions import SequenceNotFound
 from django_segment_seq.fields.labels import sequence_fields
-from django_segment_seq.service.models import Client
-from django_segment_seq.service.tokens import folded
+from django_segment_seq.service.collation import column_collation, looks_derived, same_names
+from django_segment_seq.service.newrows import made_within_cap
 
 PLAIN, DERIVED = "plain", "derived"
 
@@ -32,36 +29,13 @@ class RowRefusal:
 
 def folds_case(alias: str) -> bool:
     """Whether the name column compares case-insensitively (MariaDB's and MySQL's default `_ci` collations)."""
-    if alias not in folding:
-        folding[alias] = column_folds_case(alias)
-    return folding[alias]
-
-
-folding: dict[str, bool] = {}
-
-
-def column_folds_case(alias: str) -> bool:
-    connection = connections[alias]
-    if connection.vendor != "mysql":
-        return False  # PostgreSQL, SQLite and Oracle compare names byte for byte by default
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT collation_name FROM information_schema.columns "
-            "WHERE table_schema = DATABASE() AND table_name = %s AND column_name = 'name'",
-            [Sequence._meta.db_table],
-        )
-        found = cursor.fetchone()
-    return found is None or not str(found[0]).endswith("_bin")
-
-
-def comparable(name: str, alias: str) -> str:
-    """`name` as the database compares it: without case and accents under a _ci collation."""
-    return folded(name) if folds_case(alias) else name
+    collation = column_collation(alias)
+    return collation is not None and not collation[1].endswith("_bin")
 
 
 def declared_rows(alias: str) -> dict[str, str]:
-    """The sequence names the installed fields take from, comparable: PLAIN, or DERIVED for a field whose own row
-    is gapless, or the base of period or scope rows (its numbers are the field's, never a client's)."""
+    """The sequence names the installed fields take from: PLAIN, or DERIVED for a field whose own row is gapless,
+    or the base of period or scope rows (its numbers are the field's, never a client's)."""
     if alias not in declared:
         declared[alias] = fields_rows(alias)
     return declared[alias]
@@ -70,11 +44,19 @@ def declared_rows(alias: str) -> dict[str, str]:
 declared: dict[str, dict[str, str]] = {}
 
 
+def declared_kind(alias: str, name: str) -> str | None:
+    """PLAIN or DERIVED when a field declares the row the database finds for `name` (DERIVED if any such field's
+    row is derived), None when no field does."""
+    rows = declared_rows(alias)
+    kinds = {rows[found] for found in same_names(alias, name, rows)}
+    return DERIVED if DERIVED in kinds else (PLAIN if kinds else None)
+
+
 def fields_rows(alias: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for _model, field in sequence_fields():
         kind = DERIVED if field.gapless or field.scope is not None or field.reset is not None else PLAIN
-        key = comparable(field.sequence_name, alias)
+        key = field.sequence_name
         found[key] = DERIVED if found.get(key) == DERIVED else kind
     return found
 
@@ -140,32 +122,36 @@ def row_refusal(alias: str, name: str, asker: Asker, most_names: int) -> RowRefu
     stored = served_names.stored(alias, name)
     if stored is not None:
         return None if asker.may_take(stored) else outside(name)
-    if DERIVED_MARK in name:
-        return not_plain(name)
     found = Sequence.objects.using(alias).filter(name=name).values_list("name", "base_name").first()
     if found is not None and found[1] is not None:
         return not_plain(name)
     stored = name if found is None else found[0]
+    if looks_derived(alias, stored):
+        return not_plain(name)
     if not asker.may_take(stored):
         return outside(name)
-    declared = declared_rows(alias).get(comparable(stored, alias))
+    declared = declared_kind(alias, stored)
     if declared == DERIVED:
         return not_plain(name)
     if found is None and declared is None:
-        refusal = creation_refusal(name, asker.client_id, asker.max_new_rows)
+        refusal = creation_refusal(alias, name, asker.client_id, asker.max_new_rows)
         if refusal is not None:
             return refusal
     served_names.keep(alias, name, stored, most_names)
     return None
 
 
-def creation_refusal(name: str, client_id: int | None, cap: int) -> RowRefusal | None:
-    """None once the client has counted one more row of its cap (atomically, so workers cannot overrun it)."""
+def creation_refusal(alias: str, name: str, client_id: int | None, cap: int) -> RowRefusal | None:
+    """None once the row exists, made and counted against the client's cap (or found made meanwhile); else why not."""
     if client_id is not None and cap > 0:
-        counted = Client.objects.filter(pk=client_id, rows_created__lt=F("max_new_rows")).update(
-            rows_created=F("rows_created") + 1
-        )
-        if counted:
-            return None
+        try:
+            if made_within_cap(alias, name, client_id):
+                return None
+        except SequenceNotFound:  # CREATE_ON_FIRST_USE off: rows are made by the project only
+            return not_found(name)
         return RowRefusal(403, "row_limit", f"This client has created its {cap} rows; {name!r} does not exist.")
+    return not_found(name)
+
+
+def not_found(name: str) -> RowRefusal:
     return RowRefusal(404, "not_found", f"No sequence {name!r}; this caller may take existing sequences only.")

@@ -11,9 +11,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from django_segment_seq.service.models import Client
+from django_segment_seq.service.outages import Outage
 
 logger = logging.getLogger("django_segment_seq.service")
 FLUSH_EVERY = 1.0
+writes = Outage("the usage counts cannot be written")
 
 
 @dataclass
@@ -50,12 +52,16 @@ class Usage:
                 Client.objects.filter(pk=client_id).update(
                     requests=F("requests") + tally.requests, numbers=F("numbers") + tally.numbers, last_used_at=now
                 )
-            except Exception:
-                logger.warning("ID service: the usage of client %s could not be written", client_id, exc_info=True)
+            except Exception as exc:  # noqa: BLE001 - a database that does not answer: kept, logged once an outage
+                writes.failed(f"client {client_id}", exc)
                 with self.lock:
                     kept = self.tallies.setdefault(client_id, Tally())
                     kept.requests += tally.requests
                     kept.numbers += tally.numbers
+            else:
+                failures = writes.ended()
+                if failures is not None:
+                    logger.warning("ID service: the usage counts are written again, after %d failed writes", failures)
 
 
 usage = Usage()

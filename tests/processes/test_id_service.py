@@ -11,8 +11,10 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+from django.db import connection
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,7 +38,8 @@ def servers(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[di
         env = worker_env(
             SERVICE_CACHE_DIR=str(folder / "cache"), DJANGO_SETTINGS_MODULE="tests.service_project.settings"
         )
-    # SERVICE_MAX_COUNT: the OpenAPI document's maximum count, which the contract test's client may take.
+    # SERVICE_MAX_COUNT: the OpenAPI document's maximum count, twice what the contract test's client may take, so
+    # the generator sends counts the document allows and the client may not (a declared 403 count_limit).
     env["SEGMENT_SEQ_TEST_SETTINGS"] = json.dumps(
         {"LOCK_TIMEOUT": 0.5, "CONNECTION_RETRIES": 2, "SERVICE_MAX_COUNT": CONTRACT_MAX_COUNT}
     )
@@ -121,7 +124,9 @@ def test_security_answers(servers, kind):
     assert len({body for _, _, body in answers}) == 1
     status, _, body = call(url + "invoice/next", {"count": 1}, token)
     assert status == 403 and json.loads(body)["error"] == "forbidden"
-    status, _, body = call(url + name + "/next", {"count": 11}, token)
+    status, _, body = call(url + name + "/next", {"count": 11}, token)  # within the document's maximum
+    assert status == 403 and json.loads(body)["error"] == "count_limit"
+    status, _, body = call(url + name + "/next", {"count": CONTRACT_MAX_COUNT + 1}, token)  # beyond it
     assert status == 400 and json.loads(body)["field"] == "count"
     statuses = [call(url + name + "/next", None, limited) for _ in range(3)]
     assert [status for status, _, _ in statuses] == [200, 200, 429]
@@ -292,6 +297,40 @@ def test_only_plain_rows_that_exist_over_the_wire(servers, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_concurrent_first_requests_for_new_rows_all_succeed_and_count_each_row_once(servers, kind):
+    """Callers of a client that may create 2 rows ask, all at once from every worker, for 2 new names (on MariaDB
+    spelt 4 ways each, which its collation takes for one row): every request is served, and 2 rows are counted."""
+    url, maker = servers[kind].url, fresh("maker")
+    token = make_client(maker, "order-made-*,ORDER-MADE-*,Order-Made-*,ördér-mädé-*", max_new_rows=2)
+    names = [fresh("made-a").lower(), fresh("made-b").lower()]
+    spellings = [name.upper() for name in names] + [name.title() for name in names]
+    if connection.vendor == "mysql":
+        spellings += [name.replace("order-made", "ördér-mädé") for name in names]
+    asked = [name for name in names for _ in range(3)] + (spellings if connection.vendor == "mysql" else names * 3)
+    answers: list[tuple[str, int, bytes]] = []
+    start = threading.Barrier(len(asked))
+
+    def one(name: str) -> None:
+        start.wait(10)
+        status, _, body = call(url + quote(name) + "/next", {"count": 5}, token, timeout=30)
+        answers.append((name, status, body))
+
+    threads = [threading.Thread(target=one, args=(name,)) for name in asked]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(answers) == len(asked) and {status for _, status, _ in answers} == {200}, answers
+    assert Client.objects.get(name=maker).rows_created == 2
+    rows = Sequence.objects.filter(name__in=names)  # as the database compares: whichever spelling came first
+    assert rows.count() == 2 and not Sequence.objects.filter(name__in=spellings).exclude(pk__in=rows).exists()
+    for row in rows:  # every spelling took from the one row: no number twice
+        taken = [json.loads(body) for name, _, body in answers if Sequence.objects.get(name=name).pk == row.pk]
+        assert len(taken) == len(asked) // 2
+        assert_unique([number for block in taken for number in range(block["first"], block["last"] + 1)])
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_forged_log_line_is_a_400_and_never_logged(servers, kind):
     server = servers[kind]
     token = make_client("forger", "order*")
@@ -447,7 +486,7 @@ def test_schemathesis_finds_nothing_against_the_live_server(servers, kind, tmp_p
     import subprocess  # only this test runs a command
     import sys
 
-    token = make_client("contract", "*", max_count=CONTRACT_MAX_COUNT, max_new_rows=0)
+    token = make_client("contract", "*", max_count=CONTRACT_MAX_COUNT // 2, max_new_rows=0)
     command = [
         str(Path(sys.executable).with_name("st")),
         "run",

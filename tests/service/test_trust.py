@@ -6,6 +6,7 @@ import logging
 import re
 import threading
 from io import StringIO
+from urllib.parse import quote
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -19,13 +20,19 @@ from django.test.utils import CaptureQueriesContext
 from django_segment_seq import next_value, sequence_stats
 from django_segment_seq.db.rownames import validate_sequence_name
 from django_segment_seq.models import Sequence
+from django_segment_seq.service import collation as collation_module
 from django_segment_seq.service import rows
 from django_segment_seq.service.models import Client
 from tests.conftest import assert_unique
+from tests.support.fast_client import FastClient
 from tests.testapp.models import Company, CompanyOrder, DailyOrder, GaplessInvoice
 
 pytestmark = pytest.mark.django_db(transaction=True)
 PREFIXES = ["/ids/", "/aids/"]
+# Django's views and the fast path in front of them.
+PATHS = ["/ids/", "/aids/", "fast"]
+# MariaDB's collations the name column may have: the server's default, and the one the suite's database has.
+COLLATIONS = ["utf8mb4_general_ci", "utf8mb4_unicode_ci"]
 
 
 def add_client(
@@ -37,10 +44,58 @@ def add_client(
 
 
 def post(prefix: str, path: str, token: str | None, body: object = None, **headers: str):
+    """A request to the views under `prefix`, or to the fast path in front of /ids/ ("fast")."""
     if token is not None:
         headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
     data = json.dumps(body) if body is not None else ""
-    return HttpClient().post(prefix + path, data, content_type="application/json", **headers)
+    client, url = (FastClient(), "/ids/" + path) if prefix == "fast" else (HttpClient(), prefix + path)
+    return client.post(url, data, content_type="application/json", **headers)
+
+
+@pytest.fixture
+def name_collation(request):
+    """On MariaDB, the name column under the collation given (and as it was afterwards); elsewhere, names compare
+    byte for byte whatever the parameter, so the test runs once."""
+    collation = request.param
+    if connection.vendor != "mysql":
+        if collation != COLLATIONS[-1]:
+            pytest.skip("a MariaDB collation; names compare byte for byte here")
+        yield None
+        return
+    table = Sequence._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT collation_name, column_type FROM information_schema.columns "
+            "WHERE table_schema = DATABASE() AND table_name = %s AND column_name = 'name'",
+            [table],
+        )
+        before, column_type = cursor.fetchone()
+        cursor.execute(
+            f"ALTER TABLE {table} MODIFY name {column_type} CHARACTER SET utf8mb4 COLLATE {collation} NOT NULL"
+        )
+    collation_module.forget()
+    try:
+        yield collation
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {table}")  # names one collation tells apart may be one name to the other
+            cursor.execute(
+                f"ALTER TABLE {table} MODIFY name {column_type} CHARACTER SET utf8mb4 COLLATE {before} NOT NULL"
+            )
+        collation_module.forget()
+
+
+def database_takes_for_a_fields_row(name: str, collation: str | None) -> bool:
+    """Whether the database finds the gapless field's row for `name`, or takes it for a derived row's (with "@")."""
+    if collation is None:
+        return name == "gapless-invoice" or "@" in name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT CONVERT(%s USING utf8mb4) COLLATE {collation} = 'gapless-invoice' "
+            f"OR CONVERT(%s USING utf8mb4) COLLATE {collation} LIKE '%%@%%'",
+            [name, name],
+        )
+        return bool(cursor.fetchone()[0])
 
 
 @pytest.fixture(autouse=True)
@@ -91,6 +146,29 @@ def test_a_pattern_admits_the_rows_the_database_finds_for_it():
         assert upper.status_code == 403
     trailing = post("/ids/", "order-cased%20/next", token)
     assert trailing.status_code == 400 and trailing.json()["field"] == "name"
+
+
+# Look-alikes of the fields' rows: "ß" for "s" (general_ci), a full-width at sign for "@" (unicode_ci), case.
+LOOK_ALIKES = ["gapleßs-invoice", "gapleß-invoice", "GAPLESS-INVOICE", "daily-order\uff202099-01-01"]
+
+
+@pytest.mark.parametrize("prefix", PATHS)
+@pytest.mark.parametrize("name_collation", COLLATIONS, indirect=True)
+def test_a_look_alike_of_a_fields_row_is_refused_as_the_database_compares(prefix, name_collation):
+    token = add_client("lookalike", "gaple*,GAPLE*,daily-order*", "--create-rows", "10")
+    refused = []
+    for name in LOOK_ALIKES:
+        response = post(prefix, quote(name) + "/next", token)
+        if database_takes_for_a_fields_row(name, name_collation):
+            assert response.status_code == 403 and response.json()["error"] == "not_plain", (name, response.content)
+            refused.append(name)
+        else:  # a row of its own, which the client may create
+            assert response.status_code == 200, (name, response.content)
+    looser = {"utf8mb4_general_ci": "gapleßs-invoice", "utf8mb4_unicode_ci": "daily-order\uff202099-01-01"}
+    if name_collation is not None:  # what Python's case folding misses and the collation finds: refused too
+        assert looser[name_collation] in refused, refused
+    assert not any(Sequence.objects.filter(name=name).exists() for name in refused)  # nothing made either
+    assert GaplessInvoice.objects.create().number[-5:] == "00001"  # the field's first number is still its own
 
 
 # 2. Rows that exist or a field declares; creating one needs the client's permission, within its cap
@@ -238,6 +316,7 @@ def test_failed_authentications_are_limited_without_reading_the_table(settings):
     token = add_client()
     statuses = [post("/ids/", "order/next", "ssq_" + "W" * 43).status_code for _ in range(5)]
     assert statuses == [401] * 5
+    assert post("/ids/", "order/next", "ssq_" + "U" * 43).status_code == 429  # the live tokens read, once a while
     with CaptureQueriesContext(connection) as queries:
         refused = post("/ids/", "order/next", "ssq_" + "V" * 43)
     assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
@@ -274,6 +353,29 @@ def test_the_rate_holds_on_the_database_cache_under_concurrency(settings, backen
     for thread in threads:
         thread.join(60)
     assert len(admitted) == 8 and sum(admitted) == 20, admitted  # 64 requests, 20 in the window's limit
+
+
+CULLING_CACHES = ["django.core.cache.backends.db.DatabaseCache", "django.core.cache.backends.filebased.FileBasedCache"]
+
+
+@pytest.mark.parametrize("prefix", PATHS)
+@pytest.mark.parametrize("backend_path", CULLING_CACHES)
+def test_a_rate_holds_on_a_cache_that_culls_its_keys(prefix, backend_path, settings, tmp_path):
+    """Django's database and file caches cull a third of their keys past MAX_ENTRIES: a busy neighbour's keys
+    culled the count (or the claimed keys) of a rate, which then admitted a client again within its window."""
+    on_database = backend_path.endswith("DatabaseCache")
+    location = "segment_seq_rate_cache" if on_database else str(tmp_path / "cache")
+    options = {"MAX_ENTRIES": 10, "CULL_FREQUENCY": 2}
+    settings.CACHES = {"default": {"BACKEND": backend_path, "LOCATION": location, "OPTIONS": options}}
+    if on_database:
+        call_command("createcachetable", stdout=StringIO())
+    token = add_client("steady", "order*", "--rate", "5/d")  # a day's window: no window ends during the test
+    statuses = []
+    for round_ in range(10):
+        statuses.append(post(prefix, "order/next", token).status_code)
+        for index in range(30):  # the busy neighbour: three times MAX_ENTRIES of keys that sort after the rate's
+            cache.set(f"zz-neighbour-{round_}-{index}", index)  # (the database cache culls the lowest keys)
+    assert statuses == [200] * 5 + [429] * 5
 
 
 # 5. Bad input is a 400 naming the field, never "try again later"

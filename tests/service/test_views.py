@@ -1,8 +1,14 @@
 """The ID service in process (Django's test clients: sync and async views, and the fast path in front of Django):
 every answer a caller can get."""
 
+import contextlib
 import json
+import logging
+import os
 import re
+import socket
+import tempfile
+from collections.abc import Iterator
 from io import StringIO
 
 import pytest
@@ -164,6 +170,26 @@ def test_rotation_keeps_the_old_token_for_its_grace_only(prefix):
     assert post(prefix, "order/next", newest).status_code == 200
 
 
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_revoked_clients_failures_do_not_lock_out_the_valid_clients_on_its_address(prefix, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from django_segment_seq.service.authentication import known
+
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "SERVICE_AUTH_FAILURE_RATE": "5/m"}
+    first, second, revoked = add_client("first"), add_client("second"), add_client("revoked")
+    call_command("segment_seq", "client", "revoke", "revoked", stdout=StringIO())
+    statuses = [post(prefix, "order/next", revoked).status_code for _ in range(8)]
+    assert statuses == [401] * 5 + [429] * 3  # the address is past its failures
+    known.forget()  # as after KNOWN_FOR seconds, or in another process: the valid tokens are not remembered
+    assert [post(prefix, "order/next", token).status_code for token in (first, second, first)] == [200] * 3
+    with CaptureQueriesContext(connection) as queries:
+        assert post(prefix, "order/next", "ssq_" + "W" * 43).status_code == 429
+        assert post(prefix, "order/next", revoked).status_code == 429
+    assert queries.captured_queries == []  # wrong tokens are still refused without reading the client table
+
+
 def test_only_a_digest_is_stored():
     token = add_client()
     client = Client.objects.get(name="shop")
@@ -188,7 +214,7 @@ def test_403_outside_the_patterns(prefix):
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"count": 1001}, "count"),
+        ({"count": 10_001}, "count"),
         ({"count": 0}, "count"),
         ({"count": -5}, "count"),
         ({"count": "ten"}, "count"),
@@ -221,7 +247,23 @@ def test_400_for_a_body_that_is_not_json_and_a_long_name(prefix):
 def test_max_count_is_the_clients(prefix):
     token = add_client("small", "--max-count", "5")
     assert post(prefix, "order/next", token, {"count": 5}).status_code == 200
-    assert "from 1 to 5" in post(prefix, "order/next", token, {"count": 6}).json()["detail"]
+    above = post(prefix, "order/next", token, {"count": 6})
+    assert above.status_code == 403 and above.json()["error"] == "count_limit" and "at most 5" in above.json()["detail"]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_count_the_document_allows_above_the_clients_is_a_declared_refusal_not_a_400(prefix):
+    """The document's maximum is SERVICE_MAX_COUNT: a count up to it is well formed, whatever this client may take."""
+    token = add_client("contract", "--max-count", "1000")
+    document = client(prefix).get(url(prefix, "openapi.json")).json()
+    assert document["components"]["schemas"]["Count"]["properties"]["count"]["maximum"] == 10_000
+    paths = {"order/next": "/{name}/next", "fields/testapp.Parcel.code/next": "/fields/{label}/next"}
+    paths["snowflake/classic/next"] = "/snowflake/{layout}/next"
+    for path, operation in paths.items():
+        response = post(prefix, path, token, {"count": 9999})
+        assert response.status_code == 403 and response.json()["error"] == "count_limit", (path, response.content)
+        declared = document["paths"][operation]["post"]["responses"]["403"]["description"]
+        assert "count_limit" in declared
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)
@@ -322,6 +364,51 @@ def test_usage_is_counted_and_listed(prefix, monkeypatch):
     call_command("segment_seq", "client", "list", "--json", stdout=out)
     (row,) = json.loads(out.getvalue())
     assert row["requests"] == 2 and row["token"].startswith("ssq_") and len(row["token"]) < 20
+
+
+@contextlib.contextmanager
+def database_down() -> Iterator[None]:
+    """The default database unreachable from this thread's connection (a folder that does not exist for SQLite, a
+    port nothing listens on for a server), as in an outage; reachable again afterwards."""
+    from django.db import connection
+
+    kept = dict(connection.settings_dict)
+    connection.close()
+    if connection.vendor == "sqlite":
+        connection.settings_dict["NAME"] = os.path.join(tempfile.gettempdir(), "no-such-folder", "down.sqlite3")
+    else:
+        with socket.create_server(("127.0.0.1", 0)) as closed:
+            port = closed.getsockname()[1]  # free once closed: a connection there is refused at once
+        connection.settings_dict.update(HOST="127.0.0.1", PORT=str(port))
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.settings_dict.clear()
+        connection.settings_dict.update(kept)
+
+
+@pytest.mark.parametrize("prefix", PATHS)
+def test_an_outage_of_the_usage_writes_is_one_warning_line_without_a_traceback(prefix, monkeypatch, caplog):
+    from django_segment_seq.service import tallies
+
+    monkeypatch.setattr(tallies, "FLUSH_EVERY", 0)  # a write after (or before) every request
+    token = add_client()
+    assert post(prefix, "order/next", token).status_code == 200  # the token known, the range cached
+    tallies.usage.flush()
+    caplog.set_level(logging.DEBUG, logger="django_segment_seq.service")
+    with database_down():
+        for _ in range(4):  # served from memory (the known token, the cached range); each write fails
+            assert post(prefix, "order/next", token).status_code == 200
+            tallies.usage.flush()
+    warnings = [record for record in caplog.records if record.levelno >= logging.WARNING]
+    assert len(warnings) == 1, [record.getMessage() for record in warnings]  # before: one with a traceback per write
+    assert "usage counts cannot be written" in warnings[0].getMessage() and "\n" not in warnings[0].getMessage()
+    assert all(record.exc_info is None for record in caplog.records) and "Traceback" not in caplog.text
+    assert caplog.text.count("(still) the usage counts cannot be written") >= 3  # the later writes failed too
+    tallies.usage.flush()  # the database back: the counts kept through the outage are written
+    assert "usage counts are written again" in caplog.text
+    assert Client.objects.get(name="shop").requests == 5
 
 
 def test_command_refuses_a_bad_rate_and_a_second_client_of_one_name():
@@ -469,7 +556,7 @@ def test_the_fast_path_remembers_an_admission_only_while_the_token_is_known():
     client.max_count = 4
     client.save()
     response = post("fast", "order/next", token, {"count": 5})
-    assert response.status_code == 400 and response.json()["field"] == "count"
+    assert response.status_code == 403 and response.json()["error"] == "count_limit"
     client.sequences = "invoice*"
     client.save()
     assert post("fast", "order/next", token, {"count": 1}).status_code == 403
