@@ -6,7 +6,6 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from django.conf import settings
 from django.db import connections, transaction
 from django.test import override_settings
 
@@ -18,12 +17,13 @@ from django_segment_seq.cache import range_cache as cache
 from django_segment_seq.conf import app_settings
 from django_segment_seq.exceptions import SequenceUnavailable
 from django_segment_seq.models import Sequence
+from tests.cache.conftest import ALIAS, ON_SQLITE
 from tests.conftest import assert_unique
 
-ON_SQLITE = settings.BACKEND == "sqlite"
-# Background fetches on SQLite need the Sequence table in a file of its own (see tests/cache/test_prefetch.py).
-ALIAS = "sequences" if ON_SQLITE else "default"
-pytestmark = pytest.mark.django_db(transaction=True, databases=["default", ALIAS])
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=["default", ALIAS]),
+    pytest.mark.usefixtures("sequence_file"),
+]
 
 LOCK_TIMEOUT = 0.3
 PREFETCH_ON = {
@@ -34,15 +34,6 @@ PREFETCH_ON = {
     "LOCK_TIMEOUT": LOCK_TIMEOUT,
     **({"DATABASE": ALIAS} if ON_SQLITE else {}),
 }
-
-
-@pytest.fixture(autouse=True)
-def _sequence_file():
-    if not ON_SQLITE:
-        yield
-        return
-    with override_settings(DATABASE_ROUTERS=["django_segment_seq.routers.SequenceRouter"]):
-        yield
 
 
 @pytest.mark.parametrize("slowness", [1.5, 4.0], ids=["ends-soon-after-a-lock-wait", "far-slower"])

@@ -8,7 +8,6 @@ import time
 from types import SimpleNamespace
 
 import pytest
-from django.conf import settings
 from django.db import OperationalError
 from django.test import override_settings
 
@@ -16,28 +15,17 @@ from django_segment_seq import next_value, next_values, sequence_stats, wait_for
 from django_segment_seq.cache import range_cache as cache
 from django_segment_seq.exceptions import SequenceUnavailable
 from django_segment_seq.models import Sequence
+from tests.cache.conftest import ALIAS, ON_SQLITE
 from tests.conftest import ROOT, assert_unique, worker_env
 
-ON_SQLITE = settings.BACKEND == "sqlite"
-# On SQLite there is no background fetch on a file the project's tables share (see
-# test_no_background_fetch_on_a_shared_sqlite_file), so these tests keep the Sequence table in a file
-# of its own there, as the README advises for prefetch on SQLite.
-ALIAS = "sequences" if ON_SQLITE else "default"
-pytestmark = pytest.mark.django_db(transaction=True, databases=["default", ALIAS])
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=["default", ALIAS]),
+    pytest.mark.usefixtures("sequence_file"),
+]
 
 PREFETCH_ON = {"PREFETCH": True, "PREFETCH_AT": 0.2, "ADAPTIVE_STEP": False, "MAX_BACKOFF": 0.01}
 if ON_SQLITE:
     PREFETCH_ON["DATABASE"] = ALIAS
-
-
-@pytest.fixture(autouse=True)
-def _sequence_file():
-    """On SQLite, the separate Sequence file (SequenceRouter); elsewhere nothing to do."""
-    if not ON_SQLITE:
-        yield
-        return
-    with override_settings(DATABASE_ROUTERS=["django_segment_seq.routers.SequenceRouter"]):
-        yield
 
 
 def stats(name: str):
