@@ -138,8 +138,8 @@ def rate_in_memory() -> bool:
 def replace_failed_connections() -> None:
     """Close this thread's connections that failed and no longer answer, so the next query opens a new one.
 
-    Django's request cycle does this (close_old_connections) around each request; the sync thread here
-    serves many, so it keeps a working connection and replaces only a broken one.
+    Django's request cycle does this (close_old_connections) around each request; a sync thread that serves
+    many (an enclosing caller's, as under the test client) keeps a working connection and replaces a broken one.
     """
     for connection in connections.all(initialized_only=True):
         if connection.errors_occurred:
@@ -147,13 +147,13 @@ def replace_failed_connections() -> None:
 
 
 def admit_fresh(request: HttpRequest, target: Target, rate: RateCount) -> Admission:
-    """admit() on the sync thread, on a working connection."""
+    """admit() on the request's sync thread, on a working connection."""
     replace_failed_connections()
     return admit(request, target, rate)
 
 
 async def admit_request(request: HttpRequest, target: Target) -> Admission:
-    """admit() on the loop when it needs nothing but memory, else on Django's sync thread; the request is counted
+    """admit() on the loop when it needs nothing but memory, else on the request's sync thread; the request is counted
     against its caller's rate once, wherever admit() got to on the loop before it reached for the database."""
     rate = RateCount()
     if from_memory(request):
@@ -166,7 +166,7 @@ async def admit_request(request: HttpRequest, target: Target) -> Admission:
 
 async def readmit(admission: Admission) -> Admission:
     """A remembered admission for this request: the same, once the request is counted against its caller's rate
-    (on the loop for a local-memory cache, else on the sync thread), or the rate's 429."""
+    (on the loop for a local-memory cache, else on a thread), or the rate's 429."""
     caller = admission.caller
     if caller is None or caller.rate is None:
         return admission
@@ -238,7 +238,7 @@ async def admit_new(scope: Scope, body: bytes, target: Target, key: tuple[Any, .
 
 
 class UsageWriter:
-    """Writes the usage counts on the sync thread, after a response and ahead of time, one write at a time."""
+    """Writes the usage counts on the request's sync thread, after a response and ahead of time, one at a time."""
 
     def __init__(self) -> None:
         self.writing = False
@@ -290,8 +290,9 @@ def fast_headers(scope: Scope) -> tuple[bool, int | None, Headers]:
             length = int(value) if value.isdigit() and len(value) < 10 and length == 0 else -1
         elif name == b"transfer-encoding":
             length = -1
+    server = scope.get("server")
     judged = (authorized or not cookie) and not refused_by_django(
-        scope.get("scheme", "http"), scope.get("server"), tuple(hosts)
+        scope.get("scheme", "http"), None if server is None else tuple(server), tuple(hosts)
     )
     return judged, length if 0 <= length <= BODY_LIMIT else None, tuple(deciding)
 
@@ -306,13 +307,13 @@ def proxy_ssl_header() -> bytes | None:
 
 
 @lru_cache(maxsize=4096)
-def refused_by_django(scheme: str, server: Any, hosts: Headers) -> bool:
+def refused_by_django(scheme: str, server: tuple[Any, ...] | None, hosts: Headers) -> bool:
     """Whether Django could refuse a request with these host headers before its view runs, so the fast path leaves it
     to Django: a host request.get_host() refuses (ALLOWED_HOSTS), or plain HTTP where SecurityMiddleware redirects to
     HTTPS (SECURE_SSL_REDIRECT). Decided by Django's own request, once per set of headers until a setting changes."""
     scope = {"type": "http", "method": "POST", "path": "/", "scheme": scheme, "headers": list(hosts)}
     if server is not None:
-        scope["server"] = tuple(server)
+        scope["server"] = server
     request = ASGIRequest(scope, BytesIO())
     try:
         request.get_host()
