@@ -130,6 +130,12 @@ def scratch_env(db: str) -> dict[str, str]:
         cwd=ROOT, env=env, check=True, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     env["BENCH_TOKEN"] = re.findall(r"ssq_\S+", out.stdout)[-1]
+    out = subprocess.run(
+        [*django, "segment_seq", "client", "add", "bench-rated", "--sequences", "*", "--max-count", "1000",
+         "--create-rows", "10", "--rate", "1000000/s"],
+        cwd=ROOT, env=env, check=True, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    env["BENCH_RATED_TOKEN"] = re.findall(r"ssq_\S+", out.stdout)[-1]  # a client with a rate it never reaches
     return env
 
 

@@ -10,6 +10,10 @@ default) and the same cores:
 
 - **bare**: benchmarks/bare_asgi.py, which reads the request and answers a constant JSON body (the server's limit);
 - **fast path**: the service project behind django_segment_seq.service.asgi.fast_ids();
+- **fast, rated**: the same for a client with a rate (`--rate 1000000/s`, never reached, counted on every request
+  in the project's cache: the test project's file cache, shared by the workers);
+- **rated, memory**: the same with the `default` cache in each process's memory (benchmarks/fast_memory_asgi.py),
+  so the rate is counted on the event loop, per worker process;
 - **fast, no log**: the same with the service's INFO log line off, to show what that line costs;
 - **Django view**: the same project through Django's request cycle (the async views of async_urls).
 
@@ -24,6 +28,7 @@ for repeats. Writes benchmarks/results-service-paths-DB.json and prints a table.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -49,6 +54,8 @@ from tests.support.servers import free_port  # noqa: E402
 APPLICATIONS = {
     "bare": "benchmarks.bare_asgi:application",
     "fast path": "tests.service_project.fast_asgi:application",
+    "fast, rated": "tests.service_project.fast_asgi:application",
+    "rated, memory": "benchmarks.fast_memory_asgi:application",
     "fast, no log": "benchmarks.fast_quiet_asgi:application",
     "Django view": "tests.service_project.asgi:application",
 }
@@ -152,6 +159,21 @@ def repeats(log: Path) -> tuple[int, int]:
     return blocks, overlaps
 
 
+def token_of(label: str, env: dict[str, str]) -> str:
+    """The token an application is loaded with: the rated client's for "fast, rated", else the client's without."""
+    return env["BENCH_RATED_TOKEN"] if label in ("fast, rated", "rated, memory") else env["BENCH_TOKEN"]
+
+
+def first_request(url: str, token: str) -> None:
+    """One request alone before the load, so the row exists before many callers ask for it at once (a client's
+    cap of rows to create is not what is measured)."""
+    request = urllib.request.Request(
+        url, b'{"count": 1}', {"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    )
+    with contextlib.suppress(urllib.error.HTTPError):
+        urllib.request.urlopen(request, timeout=30).close()
+
+
 def start_all(args: argparse.Namespace, env: dict[str, str], folder: Path) -> dict[str, tuple[Any, str, Path]]:
     """Every application on a server of its own, started at once and warmed up (ranges, tokens, caches)."""
     started: dict[str, tuple[Any, str, Path]] = {}
@@ -161,7 +183,8 @@ def start_all(args: argparse.Namespace, env: dict[str, str], folder: Path) -> di
             proc = start(server_command(args.server, application, port, args.workers), env, log, port)
             url = f"http://127.0.0.1:{port}/ids/bench-{label.replace(' ', '-').replace(',', '')}/next"
             started[label] = (proc, url, log)
-            wrk(url, env["BENCH_TOKEN"], 1, 1, args.connections, folder / "post.lua")
+            first_request(url, token_of(label, env))
+            wrk(url, token_of(label, env), 1, 1, args.connections, folder / "post.lua")
     except BaseException:
         for proc, _url, _log in started.values():
             stop(proc)
@@ -182,7 +205,7 @@ def samples(args: argparse.Namespace, env: dict[str, str], folder: Path) -> tupl
             for cycle in range(args.cycles):
                 labels = list(APPLICATIONS)
                 for label in labels[cycle % len(labels) :] + labels[: cycle % len(labels)]:
-                    run = wrk(started[label][1], env["BENCH_TOKEN"], count, args.seconds, args.connections,
+                    run = wrk(started[label][1], token_of(label, env), count, args.seconds, args.connections,
                               folder / "post.lua")  # fmt: skip
                     runs.append({"application": label, "count": count, "cycle": cycle, **run})
                     print(json.dumps(runs[-1]), flush=True)
@@ -228,6 +251,10 @@ def summary(runs: list[dict[str, Any]], logged: dict[str, Any]) -> tuple[list[di
             "fast_over_bare": round(median([c["fast path"] / c["bare"] for c in cycles]), 2),
             "fast_no_log_over_bare": round(median([c["fast, no log"] / c["bare"] for c in cycles]), 2),
             "fast_over_django": round(median([c["fast path"] / c["Django view"] for c in cycles]), 1),
+            "fast_rated_over_bare": round(median([c["fast, rated"] / c["bare"] for c in cycles]), 2),
+            "fast_rated_over_django": round(median([c["fast, rated"] / c["Django view"] for c in cycles]), 1),
+            "rated_memory_over_bare": round(median([c["rated, memory"] / c["bare"] for c in cycles]), 2),
+            "rated_memory_over_django": round(median([c["rated, memory"] / c["Django view"] for c in cycles]), 1),
             "fast_over_bare_by_cycle": [round(c["fast path"] / c["bare"], 2) for c in cycles],
         })  # fmt: skip
     return rows, found
@@ -239,6 +266,7 @@ def print_table(report: dict[str, Any]) -> None:
     columns = ("req/s", 8), ("numbers/s", 10), ("p50 ms", 7), ("p99 ms", 7)
     head = " ".join(f"{name:>{width}}" for name, width in columns)
     print(f"{'application':12} {'count':>5} {head} repeats")
+    print(f"load average before and after: {report['load_average_before_after']}")
     for row in report["rows"]:
         numbers = "-" if row["numbers_per_s"] is None else f"{row['numbers_per_s']:,}"
         print(
@@ -250,6 +278,8 @@ def print_table(report: dict[str, Any]) -> None:
         print(
             f"count {ratio['count']}: fast path = {ratio['fast_over_bare']} x bare "
             f"({ratio['fast_no_log_over_bare']} without the log line), {ratio['fast_over_django']} x Django's view; "
+            f"with a rate {ratio['fast_rated_over_bare']} x bare, {ratio['fast_rated_over_django']} x Django's view "
+            f"(in memory {ratio['rated_memory_over_bare']} x bare, {ratio['rated_memory_over_django']} x); "
             f"by cycle {ratio['fast_over_bare_by_cycle']}"
         )
 

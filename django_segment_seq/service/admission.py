@@ -27,8 +27,25 @@ class Admission:
     refusal: HttpResponse | None = None
 
 
-def admit(request: HttpRequest, target: Target) -> Admission:
-    """Check a request for numbers (sync code: it reads the client table and the cache)."""
+class RateCount:
+    """One request's count against its caller's rate, made at most once however often admit() runs for the request
+    (the fast path runs it on the loop and, when a check reaches for the database, again on the sync thread)."""
+
+    def __init__(self) -> None:
+        self.counted = False
+        self.seconds: int | None = None
+
+    def retry_after(self, caller: Caller) -> int | None:
+        """retry_after() for the caller's rate the first time; the same answer after, without counting again."""
+        if not self.counted and caller.rate is not None:
+            self.seconds = retry_after(caller.rate_key, caller.rate)
+            self.counted = True
+        return self.seconds
+
+
+def admit(request: HttpRequest, target: Target, rate: RateCount | None = None) -> Admission:
+    """Check a request for numbers (sync code: it reads the client table and the cache); `rate` counts the request
+    against the caller's rate once for every run of admit() given it."""
     if request.method != "POST":
         return Admission(None, refusal=answers.not_allowed("POST"))
     try:
@@ -48,7 +65,7 @@ def admit(request: HttpRequest, target: Target) -> Admission:
         usage.flush()
     try:
         target.check()
-        refusal = checked(caller, target)
+        refusal = checked(caller, target, rate or RateCount())
         if refusal is not None:
             return Admission(caller, refusal=refusal)
         count = requested_count(body_fields(request), caller.max_count)
@@ -60,17 +77,24 @@ def admit(request: HttpRequest, target: Target) -> Admission:
     return Admission(caller, count, refusal)
 
 
-def checked(caller: Caller, target: Target) -> HttpResponse | None:
+def checked(caller: Caller, target: Target, rate: RateCount) -> HttpResponse | None:
     """The refusal of a caller past its rate (every request counts, refused or not) or outside its patterns."""
-    if caller.rate is not None:
-        seconds = retry_after(caller.rate_key, caller.rate)
-        if seconds is not None:
-            detail = f"More than {caller.rate.limit} requests in {caller.rate.seconds} s."
-            return answers.later(429, "rate_limited", detail, seconds)
+    refusal = rate_refusal(caller, rate)
+    if refusal is not None:
+        return refusal
     fold = target.kind == SEQUENCE and folds_case(alias_of_sequences())
     if not caller.may_take(target.scope_name, fold=fold):
         return answers.answer(403, "forbidden", f"This client may not take {target.scope_name!r}.")
     return None
+
+
+def rate_refusal(caller: Caller, rate: RateCount) -> HttpResponse | None:
+    """The 429 of a caller past its rate, counting this request (once); None within it or without a rate."""
+    seconds = rate.retry_after(caller)
+    if seconds is None or caller.rate is None:
+        return None
+    detail = f"More than {caller.rate.limit} requests in {caller.rate.seconds} s."
+    return answers.later(429, "rate_limited", detail, seconds)
 
 
 def row_checked(caller: Caller, target: Target) -> HttpResponse | None:

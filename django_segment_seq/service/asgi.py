@@ -8,11 +8,13 @@
 
 It answers a bearer-token request for numbers itself, with the service's own admission, handout and answers
 (exchange.py, the code the ASGI view runs), and passes every other request to Django: session callers, the
-other endpoints, other paths, bodies it would have to stream. On the hot path nothing leaves the event loop: a
-token found valid lately is in memory (and so is admit()'s answer to the same request from it, for a client
-without a rate), a rate is counted in a local-memory cache, the numbers come from the process's cached range;
-the database (an unknown token, the usage write, a new range) and any other cache are asked on Django's sync
-thread, as an async view asks them. See docs/id-service.md, "The fast path".
+other endpoints, other paths, bodies it would have to stream, and requests Django could refuse before a view (a
+host ALLOWED_HOSTS refuses, plain HTTP under SECURE_SSL_REDIRECT). On the hot path nothing leaves the event
+loop: a token found valid lately is in memory (and so is admit()'s answer to the same request from it, counted
+against the caller's rate by admit()'s rule), a rate is counted in a local-memory cache, the numbers come from
+the process's cached range; the database (an unknown token, the usage write, a new range) and any other cache
+are asked on a thread of the request's own, as Django's handler gives each request. See docs/id-service.md,
+"The fast path".
 """
 
 from __future__ import annotations

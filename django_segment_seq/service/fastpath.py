@@ -9,11 +9,12 @@ from functools import lru_cache, partial
 from io import BytesIO
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.core.cache import caches
+from django.core.cache.backends.db import DatabaseCache
 from django.core.cache.backends.locmem import LocMemCache
-from django.core.exceptions import SynchronousOnlyOperation
+from django.core.exceptions import DisallowedHost, SynchronousOnlyOperation
 from django.core.handlers.asgi import ASGIRequest, get_script_prefix
 from django.core.serializers.json import DjangoJSONEncoder
 from django.core.signals import setting_changed
@@ -22,7 +23,7 @@ from django.http import HttpRequest, QueryDict
 from django.urls import resolve
 
 from django_segment_seq.service import tallies, throttle, views
-from django_segment_seq.service.admission import Admission, admit
+from django_segment_seq.service.admission import Admission, RateCount, admit, rate_refusal
 from django_segment_seq.service.authentication import bearer_token, known
 from django_segment_seq.service.exchange import Answer, exchange
 from django_segment_seq.service.requests import Target
@@ -45,6 +46,8 @@ RAW_JSON_TYPE = (b"content-type", b"application/json")
 REMEMBERED_BODY = 256
 REMEMBERED_LIMIT = 10_000
 DECIDING_HEADERS = frozenset({b"authorization", b"content-type"})
+# The headers Django's checks before a view read (request.get_host(), request.is_secure()): see refused_by_django().
+HOST_HEADERS = frozenset({b"host", b"x-forwarded-host", b"x-forwarded-port"})
 # The query of a request without one (immutable, so every such request may share it): parsed once, not per request.
 NO_QUERY = QueryDict()
 ENCODER = DjangoJSONEncoder()
@@ -124,44 +127,67 @@ def from_memory(request: HttpRequest) -> bool:
     caller = known.get(digest(token)) if token else None
     if caller is None or tallies.usage.due():
         return False
-    return caller.rate is None or isinstance(caches[throttle.CACHE_ALIAS], LocMemCache)
+    return caller.rate is None or rate_in_memory()
+
+
+def rate_in_memory() -> bool:
+    """Whether rates are counted in a local-memory cache, which code on the event loop may ask."""
+    return isinstance(caches[throttle.CACHE_ALIAS], LocMemCache)
 
 
 def replace_failed_connections() -> None:
     """Close this thread's connections that failed and no longer answer, so the next query opens a new one.
 
-    Django's request cycle does this (close_old_connections) around each request; the sync thread here
-    serves many, so it keeps a working connection and replaces only a broken one.
+    Django's request cycle does this (close_old_connections) around each request; a sync thread that serves
+    many (an enclosing caller's, as under the test client) keeps a working connection and replaces a broken one.
     """
     for connection in connections.all(initialized_only=True):
         if connection.errors_occurred:
             connection.close_if_unusable_or_obsolete()
 
 
-def admit_fresh(request: HttpRequest, target: Target) -> Admission:
-    """admit() on the sync thread, on a working connection."""
+def admit_fresh(request: HttpRequest, target: Target, rate: RateCount) -> Admission:
+    """admit() on the request's sync thread, on a working connection."""
     replace_failed_connections()
-    return admit(request, target)
+    return admit(request, target, rate)
 
 
 async def admit_request(request: HttpRequest, target: Target) -> Admission:
-    """admit() on the loop when it needs nothing but memory, else on Django's sync thread."""
+    """admit() on the loop when it needs nothing but memory, else on the request's sync thread; the request is counted
+    against its caller's rate once, wherever admit() got to on the loop before it reached for the database."""
+    rate = RateCount()
     if from_memory(request):
         try:
-            return admit(request, target)
+            return admit(request, target, rate)
         except SynchronousOnlyOperation:  # a check that reached for the database after all: run it where it may
-            pass  # (admit() asks the database before it counts a rate, so nothing is counted twice)
-    return await sync_to_async(admit_fresh, thread_sensitive=True)(request, target)
+            pass
+    return await sync_to_async(admit_fresh, thread_sensitive=True)(request, target, rate)
+
+
+async def readmit(admission: Admission) -> Admission:
+    """A remembered admission for this request: the same, once the request is counted against its caller's rate
+    (on the loop for a local-memory cache, else on a thread), or the rate's 429."""
+    caller = admission.caller
+    if caller is None or caller.rate is None:
+        return admission
+    cache = caches[throttle.CACHE_ALIAS]
+    if isinstance(cache, LocMemCache):
+        refusal = rate_refusal(caller, RateCount())
+    else:  # a thread of the loop's pool for a cache that keeps its own connections; this request's for the database
+        on_thread = sync_to_async(rate_refusal, thread_sensitive=isinstance(cache, DatabaseCache))
+        refusal = await on_thread(caller, RateCount())
+    return admission if refusal is None else Admission(caller, refusal=refusal)
 
 
 class Remembered:
-    """admit()'s answers to requests it let through, for a caller without a rate, while its token is known.
+    """admit()'s answers to requests it let through, while their token is known.
 
-    For such a caller admit() decides from the token, the target and the request's body, query and type
-    alone (the rate is the one thing counted per request, and a caller with a rate is never remembered).
-    So the same request from the same known caller is admitted again without the request object: an entry
-    holds while the token's caller is the one kept in memory (two seconds, or until a client is saved in
-    this process: the staleness of the token itself) and the usage write is not due.
+    admit() decides from the token, the target and the request's body, query and type alone, besides the
+    rate, the one thing counted per request. So the same request from the same known caller is admitted
+    again without the request object, once readmit() has counted it against the caller's rate by admit()'s
+    own rule (the rate is checked first of what follows the caller, so a request within it passes the rest
+    as before): an entry holds while the token's caller is the one kept in memory (two seconds, or until a
+    client is saved in this process: the staleness of the token itself) and the usage write is not due.
     """
 
     def __init__(self) -> None:
@@ -182,9 +208,9 @@ class Remembered:
         return found[0]
 
     def keep(self, key: tuple[Any, ...], request: HttpRequest, admission: Admission) -> None:
-        """Remember an admission that let a client without a rate through; nothing else."""
+        """Remember an admission that let a client through; nothing else."""
         caller, token = admission.caller, bearer_token(request)
-        if admission.refusal is not None or caller is None or caller.client_id is None or caller.rate is not None:
+        if admission.refusal is not None or caller is None or caller.client_id is None:
             return
         if token:
             if len(self.admitted) >= REMEMBERED_LIMIT:
@@ -212,7 +238,7 @@ async def admit_new(scope: Scope, body: bytes, target: Target, key: tuple[Any, .
 
 
 class UsageWriter:
-    """Writes the usage counts on the sync thread, after a response and ahead of time, one write at a time."""
+    """Writes the usage counts on the request's sync thread, after a response and ahead of time, one at a time."""
 
     def __init__(self) -> None:
         self.writing = False
@@ -247,20 +273,63 @@ def fast_headers(scope: Scope) -> tuple[bool, int | None, Headers]:
     admit() decides from (Remembered's key), in one pass over the headers.
 
     It may when the request carries an Authorization header (judged by its token only) or no cookie (so no
-    session): a session caller goes to Django, whose middleware knows the user.
+    session): a session caller goes to Django, whose middleware knows the user. And it may not when Django
+    would refuse the request before a view (refused_by_django()).
     """
-    authorized, cookie, length, deciding = False, False, 0, []
+    authorized, cookie, length, deciding, hosts = False, False, 0, [], []
+    secure_header = proxy_ssl_header()
     for name, value in scope["headers"]:
         if name in DECIDING_HEADERS:
             deciding.append((name, value))
             authorized = authorized or name == b"authorization"
+        elif name in HOST_HEADERS or name == secure_header:
+            hosts.append((name, value))
         elif name == b"cookie":
             cookie = True
         elif name == b"content-length":
             length = int(value) if value.isdigit() and len(value) < 10 and length == 0 else -1
         elif name == b"transfer-encoding":
             length = -1
-    return authorized or not cookie, length if 0 <= length <= BODY_LIMIT else None, tuple(deciding)
+    server = scope.get("server")
+    judged = (authorized or not cookie) and not refused_by_django(
+        scope.get("scheme", "http"), None if server is None else tuple(server), tuple(hosts)
+    )
+    return judged, length if 0 <= length <= BODY_LIMIT else None, tuple(deciding)
+
+
+@lru_cache(maxsize=1)
+def proxy_ssl_header() -> bytes | None:
+    """The header SECURE_PROXY_SSL_HEADER names, as an ASGI server passes it (lower case, dashes); None for none."""
+    header = settings.SECURE_PROXY_SSL_HEADER
+    if not header:
+        return None
+    return str(header[0]).removeprefix("HTTP_").lower().replace("_", "-").encode("latin-1")
+
+
+@lru_cache(maxsize=4096)
+def refused_by_django(scheme: str, server: tuple[Any, ...] | None, hosts: Headers) -> bool:
+    """Whether Django could refuse a request with these host headers before its view runs, so the fast path leaves it
+    to Django: a host request.get_host() refuses (ALLOWED_HOSTS), or plain HTTP where SecurityMiddleware redirects to
+    HTTPS (SECURE_SSL_REDIRECT). Decided by Django's own request, once per set of headers until a setting changes."""
+    scope = {"type": "http", "method": "POST", "path": "/", "scheme": scheme, "headers": list(hosts)}
+    if server is not None:
+        scope["server"] = server
+    request = ASGIRequest(scope, BytesIO())
+    try:
+        request.get_host()
+    except DisallowedHost:
+        return True
+    middleware = "django.middleware.security.SecurityMiddleware"
+    return bool(settings.SECURE_SSL_REDIRECT and middleware in settings.MIDDLEWARE and not request.is_secure())
+
+
+def forget_host_rules(**kwargs: Any) -> None:
+    """Forget what was decided of hosts: a setting changed (ALLOWED_HOSTS, SECURE_SSL_REDIRECT, the proxy's header)."""
+    refused_by_django.cache_clear()
+    proxy_ssl_header.cache_clear()
+
+
+setting_changed.connect(forget_host_rules, dispatch_uid="segment_seq_service_fast_hosts")
 
 
 async def read_body(receive: Receive) -> bytes | None:
@@ -314,13 +383,25 @@ def in_front_of(django_application: ASGIApp) -> ASGIApp:
         body = await read_body(receive)
         if body is None:
             return None
-        target, deciding = found
-        key = remembered.key(scope, target, body, deciding)
-        admission = remembered.get(key) if key is not None else None
-        admitting = partial(admit_new, scope, body, target, key) if admission is None else admission
-        await send_answer(send, await exchange(target, admitting, JsonAnswer))
-        if writer.due():
-            await writer.write()
+        # As Django's handler does: this request's sync work runs on a thread of its own, so a wait there (a row
+        # another session holds) holds up this request alone, not every request of the worker.
+        async with ThreadSensitiveContext() as context:
+            try:
+                await answer(scope, body, found, send)
+            finally:
+                if context in SyncToAsync.context_to_thread_executor:  # a thread served it: close its connections
+                    await sync_to_async(connections.close_all, thread_sensitive=True)()
         return None
 
     return application
+
+
+async def answer(scope: Scope, body: bytes, found: tuple[Target, Headers], send: Send) -> None:
+    """Admit, answer and write the usage counts when due, for a request the fast path answers."""
+    target, deciding = found
+    key = remembered.key(scope, target, body, deciding)
+    admission = remembered.get(key) if key is not None else None
+    admitting = partial(admit_new, scope, body, target, key) if admission is None else partial(readmit, admission)
+    await send_answer(send, await exchange(target, admitting, JsonAnswer))
+    if writer.due():
+        await writer.write()

@@ -13,12 +13,12 @@ def test_service_paths_smoke_run_reports_every_row_and_repeats_nothing(tmp_path)
     rows = figures["rows"]
     assert {(row["application"], row["count"]) for row in rows} == {
         (application, count)
-        for application in ("bare", "fast path", "fast, no log", "Django view")
+        for application in ("bare", "fast path", "fast, rated", "rated, memory", "fast, no log", "Django view")
         for count in (1, 100)
     }
     assert all(row["runs"] == 1 and row["requests_per_s"] > 0 and row["not_200"] == 0 for row in rows)
     assert all(row["p99_ms"] >= row["p50_ms"] > 0 for row in rows)
-    served = [row for row in rows if row["application"] in ("fast path", "Django view")]
+    served = [row for row in rows if row["application"] in ("fast path", "fast, rated", "rated, memory", "Django view")]
     # Each block the service handed out is in its log, warm-up and runs: at least one per request counted.
     assert all(
         row["blocks_logged"]
@@ -28,3 +28,4 @@ def test_service_paths_smoke_run_reports_every_row_and_repeats_nothing(tmp_path)
     )
     assert {ratio["count"] for ratio in figures["ratios"]} == {1, 100}
     assert all(ratio["fast_over_bare"] > 0 and ratio["fast_over_django"] > 0 for ratio in figures["ratios"])
+    assert all(ratio["fast_rated_over_bare"] > 0 and ratio["fast_rated_over_django"] > 0 for ratio in figures["ratios"])

@@ -505,3 +505,50 @@ def test_schemathesis_finds_nothing_against_the_live_server(servers, kind, tmp_p
     print(f"schemathesis ran {time.monotonic() - started:.1f} s:", run.stdout[-2500:])
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert "No issues found" in run.stdout or " 0 failures" in run.stdout or "passed" in run.stdout, run.stdout[-3000:]
+
+
+@pytest.mark.parametrize("kind", ["uvicorn", "fast"])
+def test_a_held_row_holds_up_its_own_callers_only(kind, backend, django_db_blocker, tmp_path):
+    """A row another session holds: each of its callers gets its 503 within LOCK_TIMEOUT, each waiting on a thread
+    of its own, while the same worker goes on answering for a row nobody holds (gunicorn's sync worker serves one
+    request at a time, so it has no such neighbour)."""
+    if backend == "sqlite":
+        pytest.skip("SQLite locks the whole file; the lock is held on a row elsewhere")
+    from django.db import transaction
+
+    with django_db_blocker.unblock():
+        env = worker_env(DJANGO_SETTINGS_MODULE="tests.service_project.settings")
+    env["SEGMENT_SEQ_TEST_SETTINGS"] = json.dumps({"LOCK_TIMEOUT": 1.0, "CONNECTION_RETRIES": 2})
+    server = LiveServer(kind, env, tmp_path / f"{kind}.log", workers=1)
+    server.start()
+    free_waits: list[tuple[int, float]] = []
+    try:
+        token = make_client("neighbours")
+        held, free = fresh("held"), fresh("free")
+        Sequence.objects.create(name=held)
+        Sequence.objects.create(name=free)
+        assert call(server.url + free + "/next", {"count": 1}, token)[0] == 200
+        holding = threading.Event()
+
+        def ask_the_free_row() -> None:
+            while holding.is_set():
+                started = time.monotonic()
+                status = call(server.url + free + "/next", {"count": 1}, token, timeout=30)[0]
+                free_waits.append((status, time.monotonic() - started))
+
+        with transaction.atomic():
+            Sequence.objects.select_for_update().get(name=held)
+            holding.set()
+            neighbour = threading.Thread(target=ask_the_free_row)
+            neighbour.start()
+            try:
+                timed = timed_calls(server.url + held + "/next", token, {"count": 1}, 8)
+            finally:
+                holding.clear()
+                neighbour.join(40)
+    finally:
+        server.stop()
+    assert [status for status, _ in timed] == [503] * 8, timed
+    assert max(seconds for _, seconds in timed) < 1.0 + 1.0, timed  # LOCK_TIMEOUT 1 s and a margin
+    assert free_waits and {status for status, _ in free_waits} == {200}, free_waits
+    assert max(seconds for _, seconds in free_waits) < 1.5, free_waits

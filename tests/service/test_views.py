@@ -8,6 +8,7 @@ import os
 import re
 import socket
 import tempfile
+import uuid
 from collections.abc import Iterator
 from io import StringIO
 
@@ -19,8 +20,9 @@ from django.test import AsyncClient
 from django.test import Client as HttpClient
 
 from django_segment_seq.models import Sequence
+from django_segment_seq.service import fastpath
 from django_segment_seq.service.models import Client
-from tests.support.fast_client import FastClient
+from tests.support.fast_client import FastClient, forget_application
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # The sync views, the async views, and the fast path (under /ids/, in front of Django's ASGI application).
@@ -52,7 +54,7 @@ def add_client(name: str = "shop", *extra: str) -> str:
     return re.findall(r"ssq_\S+", out.getvalue())[-1]
 
 
-def post(prefix: str, path: str, token: str | None, body: object = None, **headers: str):
+def post(prefix: str, path: str, token: str | None, body: object = None, **headers: object):
     if token is not None:
         headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
     data = json.dumps(body) if body is not None else ""
@@ -273,6 +275,77 @@ def test_429_past_the_rate_with_retry_after(prefix):
     assert statuses == [200, 200, 200, 429, 429]
     response = post(prefix, "order/next", token)
     assert 1 <= int(response["Retry-After"]) <= 60 and response.json()["retry_after"] == int(response["Retry-After"])
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_request_for_a_new_name_is_counted_once_against_the_rate(prefix):
+    # The second request on: the caller is known, so the fast path starts admit() on the loop, where the row's
+    # check reaches for the database and admit() runs again on the sync thread; the rate is counted once.
+    token, fresh = add_client("new-names", "--rate", "4/m", "--create-rows", "10"), uuid.uuid4().hex[:8]
+    statuses = [post(prefix, f"order-{fresh}-{index}/next", token).status_code for index in range(5)]
+    assert statuses == [200, 200, 200, 200, 429]
+
+
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_rate_holds_for_requests_answered_from_a_remembered_admission(prefix):
+    token = add_client("repeating", "--rate", "5/m")
+    statuses = [post(prefix, "order/next", token, {"count": 2}).status_code for _ in range(7)]
+    assert statuses == [200] * 5 + [429] * 2
+    other = add_client("unrated")  # a client without a rate is not held back by another's count
+    assert {post(prefix, "order/next", other, {"count": 2}).status_code for _ in range(7)} == {200}
+
+
+def test_a_rated_clients_repeated_request_is_admitted_without_a_django_request(monkeypatch):
+    built = []
+
+    class Counted(fastpath.ASGIRequest):
+        def __init__(self, *args, **kwargs):
+            built.append(self)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(fastpath, "ASGIRequest", Counted)
+    token = add_client("rated", "--rate", "1000/s")
+    for _ in range(2):
+        assert post("fast", "order/next", token, {"count": 3}).status_code == 200
+    before = len(built)
+    assert {post("fast", "order/next", token, {"count": 3}).status_code for _ in range(5)} == {200}
+    assert len(built) == before
+
+
+# What Django refuses before a view runs, the fast path refuses the same way (it leaves such a request to Django).
+
+
+@pytest.fixture
+def guarded(settings):
+    """A project whose middleware checks every request's host and redirects plain HTTP when told to."""
+    settings.MIDDLEWARE = [
+        "django.middleware.security.SecurityMiddleware",
+        "django.middleware.common.CommonMiddleware",
+        *settings.MIDDLEWARE,
+    ]
+    forget_application()  # Django's handler loads the middleware once
+    yield settings
+    forget_application()
+
+
+def test_a_host_django_refuses_is_refused_on_the_fast_path(guarded):
+    token = add_client()
+    hosts = ["evil.example", "127.0.0.1:16800@x", "testserver", "testserver:8000", "[::1", "testserver."]
+    answers = {
+        prefix: [post(prefix, "order/next", token, HTTP_HOST=host).status_code for host in hosts] for prefix in PATHS
+    }
+    assert answers["fast"] == answers["/ids/"]
+    assert answers["fast"][:2] == [400, 400] and answers["fast"][2] == 200
+
+
+def test_plain_http_is_redirected_on_the_fast_path_as_by_django(guarded):
+    guarded.SECURE_SSL_REDIRECT = True
+    token = add_client()
+    plain = {prefix: post(prefix, "order/next", token) for prefix in PATHS}
+    assert [plain[prefix].status_code for prefix in PATHS] == [301, 301]
+    assert plain["fast"]["Location"] == plain["/ids/"]["Location"]
+    secure = [post(prefix, "order/next", token, secure=True).status_code for prefix in PATHS]
+    assert secure == [200, 200]
 
 
 @pytest.mark.parametrize("prefix", PREFIXES)

@@ -28,6 +28,12 @@ def application() -> Any:
     return _application
 
 
+def forget_application() -> None:
+    """Make the application anew at the next request: a test changed the middleware Django's handler loads once."""
+    global _application
+    _application = None
+
+
 def wire(value: object) -> bytes:
     """A header's value as a client sends it: Latin-1 where it fits, else UTF-8 (which a server passes on as bytes)."""
     text = str(value)
@@ -53,7 +59,7 @@ def scope_of(environ: dict[str, Any]) -> dict[str, Any]:
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
         "method": environ["REQUEST_METHOD"].upper(),
-        "scheme": "http",
+        "scheme": environ.get("wsgi.url_scheme", "http"),
         "path": raw_path.decode("utf-8", "replace"),
         "raw_path": raw_path,
         "root_path": "",
