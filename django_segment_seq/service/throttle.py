@@ -88,15 +88,17 @@ def counted_in_database(name: str, limit: int, ends_at: float) -> bool:
     rows = RateWindow.objects.filter(key=name)
     if rows.filter(count__lt=limit).update(count=F("count") + 1):
         return True
-    if rows.exists():
-        return False
-    try:
-        with transaction.atomic(using=router.db_for_write(RateWindow)):
-            RateWindow.objects.create(key=name, count=1, ends_at=ends_at)
-    except IntegrityError:  # made meanwhile by a request of another process
-        return bool(rows.filter(count__lt=limit).update(count=F("count") + 1))
-    RateWindow.objects.filter(ends_at__lt=time.time()).delete()
-    return True
+    if not rows.exists():
+        try:
+            with transaction.atomic(using=router.db_for_write(RateWindow)):
+                RateWindow.objects.create(key=name, count=1, ends_at=ends_at)
+        except IntegrityError:
+            pass  # made meanwhile by a request of another process: counted there, below
+        else:
+            RateWindow.objects.filter(ends_at__lt=time.time()).delete()
+            return True
+    # The row exists now (it may have been made after the first update found none): this update decides.
+    return bool(rows.filter(count__lt=limit).update(count=F("count") + 1))
 
 
 def peek(key: str, rate: Rate) -> int | None:
