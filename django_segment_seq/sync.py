@@ -356,8 +356,8 @@ def sync_sequence(
     A column that is not a SequenceField (numbers made in code, or by another system) seeds the row of `sequence`:
     an integer column as stored, a text column read by `format` (a SequenceField format), by `pattern` (a regular
     expression whose group `value`, or only group, is the number) or, without either, as a whole decimal number
-    (seeding.py). Creates the row when missing, then forgets this process's cached ranges, so its next number is
-    above every stored one. Other running processes keep their cached ranges until they use them up: see
+    (flow/parsing.py's TextNumbers). Creates the row when missing, then forgets this process's cached ranges, so its
+    next number is above every stored one. Other running processes keep their cached ranges until they use them up: see
     SyncResult.at_or_below. ValueError for a column or option that cannot be read, and when the highest value is
     above the row's maximum; UnparseableFormat for formats that cannot be read back.
     """
