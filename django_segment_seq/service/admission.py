@@ -4,6 +4,7 @@ so a refusal past the rate costs a read of the cache and nothing of the database
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
@@ -15,7 +16,7 @@ from django_segment_seq.service.authentication import Caller, CsrfRefused, NotAu
 from django_segment_seq.service.requests import SEQUENCE, BadRequest, CountLimit, Target, body_fields, requested_count
 from django_segment_seq.service.rows import Asker, folds_case, row_refusal
 from django_segment_seq.service.tallies import usage
-from django_segment_seq.service.throttle import retry_after
+from django_segment_seq.service.throttle import retry_after, retry_after_in_memory
 
 
 @dataclass(frozen=True)
@@ -29,16 +30,22 @@ class Admission:
 
 class RateCount:
     """One request's count against its caller's rate, made at most once however often admit() runs for the request
-    (the fast path runs it on the loop and, when a check reaches for the database, again on the sync thread)."""
+    (the fast path runs it on the loop and, when a check reaches for the database, again on the sync thread).
 
-    def __init__(self) -> None:
+    `in_memory`: on the event loop, where a count that needs a shared cache or the database raises
+    SynchronousOnlyOperation, as the database does there, without counting.
+    """
+
+    def __init__(self, *, in_memory: bool = False) -> None:
         self.counted = False
         self.seconds: int | None = None
+        self.in_memory = in_memory
 
     def retry_after(self, caller: Caller) -> int | None:
         """retry_after() for the caller's rate the first time; the same answer after, without counting again."""
         if not self.counted and caller.rate is not None:
-            self.seconds = retry_after(caller.rate_key, caller.rate)
+            count = retry_after_in_memory if self.in_memory else partial(retry_after, ahead=True)
+            self.seconds = count(caller.rate_key, caller.rate)
             self.counted = True
         return self.seconds
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -11,20 +12,17 @@ from typing import Any
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-from django.core.cache import caches
-from django.core.cache.backends.db import DatabaseCache
-from django.core.cache.backends.locmem import LocMemCache
 from django.core.exceptions import DisallowedHost, SynchronousOnlyOperation
 from django.core.handlers.asgi import ASGIRequest, get_script_prefix
 from django.core.serializers.json import DjangoJSONEncoder
 from django.core.signals import setting_changed
 from django.db import connections
-from django.http import HttpRequest, QueryDict
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import resolve
 
 from django_segment_seq.service import tallies, throttle, views
 from django_segment_seq.service.admission import Admission, RateCount, admit, rate_refusal
-from django_segment_seq.service.authentication import bearer_token, known
+from django_segment_seq.service.authentication import Caller, bearer_token, known
 from django_segment_seq.service.exchange import Answer, exchange
 from django_segment_seq.service.requests import Target
 from django_segment_seq.service.tokens import digest
@@ -122,17 +120,11 @@ def target_at(urlconf: str, path_info: str) -> Target | None:
 
 
 def from_memory(request: HttpRequest) -> bool:
-    """Whether admit() can answer without the database or a network cache, so it may run on the event loop."""
+    """Whether admit() may answer without the database, so it is tried on the event loop first: a caller known in
+    memory, whose rate is counted in memory or its lease (else admit() raises SynchronousOnlyOperation there)."""
     token = bearer_token(request)
     caller = known.get(digest(token)) if token else None
-    if caller is None or tallies.usage.due():
-        return False
-    return caller.rate is None or rate_in_memory()
-
-
-def rate_in_memory() -> bool:
-    """Whether rates are counted in a local-memory cache, which code on the event loop may ask."""
-    return isinstance(caches[throttle.CACHE_ALIAS], LocMemCache)
+    return caller is not None and not tallies.usage.due()
 
 
 def replace_failed_connections() -> None:
@@ -155,28 +147,58 @@ def admit_fresh(request: HttpRequest, target: Target, rate: RateCount) -> Admiss
 async def admit_request(request: HttpRequest, target: Target) -> Admission:
     """admit() on the loop when it needs nothing but memory, else on the request's sync thread; the request is counted
     against its caller's rate once, wherever admit() got to on the loop before it reached for the database."""
-    rate = RateCount()
+    rate = RateCount(in_memory=True)
     if from_memory(request):
         try:
             return admit(request, target, rate)
-        except SynchronousOnlyOperation:  # a check that reached for the database after all: run it where it may
+        except SynchronousOnlyOperation:  # a check or count that needs the database after all: run it where it may
             pass
+    rate.in_memory = False
     return await sync_to_async(admit_fresh, thread_sensitive=True)(request, target, rate)
 
 
 async def readmit(admission: Admission) -> Admission:
     """A remembered admission for this request: the same, once the request is counted against its caller's rate
-    (on the loop for a local-memory cache, else on a thread), or the rate's 429."""
+    (on the loop from memory or the rate's lease, else on a thread), or the rate's 429."""
     caller = admission.caller
     if caller is None or caller.rate is None:
         return admission
-    cache = caches[throttle.CACHE_ALIAS]
-    if isinstance(cache, LocMemCache):
-        refusal = rate_refusal(caller, RateCount())
-    else:  # a thread of the loop's pool for a cache that keeps its own connections; this request's for the database
-        on_thread = sync_to_async(rate_refusal, thread_sensitive=isinstance(cache, DatabaseCache))
-        refusal = await on_thread(caller, RateCount())
+    try:
+        refusal = rate_refusal(caller, RateCount(in_memory=True))
+    except SynchronousOnlyOperation:
+        refusal = await leases.counted(caller)
     return admission if refusal is None else Admission(caller, refusal=refusal)
+
+
+class LeaseTakers:
+    """The requests of a caller whose rate's lease is used up: one takes the next lease on a thread while the others
+    wait for it on the loop, so the lease's end costs one thread's round trip, not one per request in flight."""
+
+    def __init__(self) -> None:
+        self.taking: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[None]] = {}
+
+    async def counted(self, caller: Caller) -> HttpResponse | None:
+        """rate_refusal() for a request the lease in memory could not admit."""
+        key = (asyncio.get_running_loop(), caller.rate_key)
+        while (taken := self.taking.get(key)) is not None:
+            await taken
+            try:
+                return rate_refusal(caller, RateCount(in_memory=True))
+            except SynchronousOnlyOperation:
+                pass  # the lease taken meanwhile is used up too (or none was left): wait for the next, or take it
+        mine = asyncio.get_running_loop().create_future()
+        self.taking[key] = mine
+        try:
+            # Counted in the database: on this request's thread, whose connections close with it; in a cache that
+            # keeps its own connections: on a thread of the loop's pool.
+            on_thread = sync_to_async(rate_refusal, thread_sensitive=throttle.kept_in() is throttle.Kept.DATABASE)
+            return await on_thread(caller, RateCount())
+        finally:
+            del self.taking[key]
+            mine.set_result(None)
+
+
+leases = LeaseTakers()
 
 
 class Remembered:

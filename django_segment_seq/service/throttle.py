@@ -4,7 +4,8 @@ Redis, Memcached and the local-memory cache raise a counter with add() and incr(
 database and file caches cull their keys past MAX_ENTRIES (a third of them: the lowest by key, or a random
 third), whatever else the project keeps there, so a count kept in them could vanish mid-window and admit a
 client again: with either, the count is kept in the database instead (RateWindow), one row per window raised
-by a conditional UPDATE, which no other key can cull.
+by a conditional UPDATE, which no other key can cull. A client's rate is counted a lease at a time, wherever it
+is kept (leases.py); the failed authentications of an address, one at a time.
 """
 
 from __future__ import annotations
@@ -12,13 +13,20 @@ from __future__ import annotations
 import logging
 import math
 import time
+from enum import Enum
+from functools import lru_cache
+from typing import Any
 
 from django.core.cache import BaseCache, caches
 from django.core.cache.backends.db import DatabaseCache
 from django.core.cache.backends.filebased import FileBasedCache
+from django.core.cache.backends.locmem import LocMemCache
+from django.core.exceptions import SynchronousOnlyOperation
+from django.core.signals import setting_changed
 from django.db import IntegrityError, router, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 
+from django_segment_seq.service.leases import leases
 from django_segment_seq.service.models import RateWindow
 from django_segment_seq.service.outages import Outage
 from django_segment_seq.service.tokens import Rate
@@ -38,27 +46,69 @@ def culls(cache: BaseCache) -> bool:
     return isinstance(cache, DatabaseCache | FileBasedCache)
 
 
-def retry_after(key: str, rate: Rate) -> int | None:
+class Kept(Enum):
+    """Where the counts of rates are kept."""
+
+    MEMORY = "this process's memory (a local-memory cache), which the event loop may reach"
+    CACHE = "a cache that keeps its own connections"
+    DATABASE = "the database (RateWindow), for a cache that culls"
+
+
+@lru_cache(maxsize=1)
+def kept_in() -> Kept:
+    """Where the counts are kept, decided once per CACHES setting (asking caches[] builds a cache per request)."""
+    cache = caches[CACHE_ALIAS]
+    if isinstance(cache, LocMemCache):
+        return Kept.MEMORY
+    return Kept.DATABASE if culls(cache) else Kept.CACHE
+
+
+def forget_where_kept(setting: str, **kwargs: Any) -> None:
+    """Forget where counts are kept, and the leases counted there: the caches changed."""
+    if setting == "CACHES":
+        kept_in.cache_clear()
+        leases.clear()
+
+
+setting_changed.connect(forget_where_kept, dispatch_uid="segment_seq_service_rates_kept_in")
+
+
+def retry_after(key: str, rate: Rate, *, ahead: bool = False) -> int | None:
     """Count one request of `key`; None while under `rate`, else the whole seconds until its window ends.
 
-    A fixed window: the count of the current window lives under a key of its own. A cache or database that fails
-    lets the request through (and logs one warning per outage).
+    A fixed window: the count of the current window lives under a key of its own. With `ahead` (a client's
+    rate) requests are counted a lease at a time. A cache or database that fails lets the request through (and
+    logs one warning per outage).
     """
     now = time.time()
     name, window = window_key(key, rate, now)
+    if ahead and leases.take(key, name):
+        return None
+    size = leases.size(key, rate.limit) if ahead else 1
     try:
-        cache = caches[CACHE_ALIAS]
-        if culls(cache):
-            admitted = counted_in_database(name, rate.limit, (window + 1) * rate.seconds)
+        if kept_in() is Kept.DATABASE:
+            granted = counted_in_database(name, rate.limit, (window + 1) * rate.seconds, size)
         else:
-            admitted = counted(cache, name, rate)
+            granted = counted(caches[CACHE_ALIAS], name, rate, size)
     except Exception as exc:  # noqa: BLE001 - a cache or database that does not answer: the request goes through
         counting.failed(repr(key), exc)
         return None
     ended()
-    if admitted:
+    if granted:
+        if ahead:
+            leases.add(key, name, granted, 1)
         return None
     return max(1, math.ceil((window + 1) * rate.seconds - now))
+
+
+def retry_after_in_memory(key: str, rate: Rate) -> int | None:
+    """retry_after(ahead=True) where nothing but memory may be reached (the event loop): SynchronousOnlyOperation,
+    without counting, when the request's lease is used up and a new one is not in this process's memory."""
+    if leases.take(key, window_key(key, rate, time.time())[0]):
+        return None
+    if kept_in() is Kept.MEMORY:
+        return retry_after(key, rate, ahead=True)
+    raise SynchronousOnlyOperation("the rate's lease is used up: the next is taken from the cache or the database")
 
 
 def ended() -> None:
@@ -67,38 +117,45 @@ def ended() -> None:
         logger.warning("ID service: rates are counted again, after %d failures", failures)
 
 
-def counted(cache: BaseCache, name: str, rate: Rate) -> bool:
-    """Count one more under `name` in a cache that keeps it; whether it is within `rate.limit`, atomically."""
+def counted(cache: BaseCache, name: str, rate: Rate, size: int = 1) -> int:
+    """Count `size` more under `name` in a cache that keeps it, atomically; how many of them are within `rate`."""
     timeout = rate.seconds + 1
     cache.add(name, 0, timeout=timeout)
     try:
-        count = cache.incr(name)
+        count = cache.incr(name, size)
     except ValueError:  # expired between add() and incr()
-        cache.add(name, 1, timeout=timeout)
-        count = 1
-    return bool(count <= rate.limit)
+        cache.add(name, size, timeout=timeout)
+        count = size
+    return max(0, min(size, rate.limit - (count - size)))
 
 
-def counted_in_database(name: str, limit: int, ends_at: float) -> bool:
-    """Count one more in window `name`'s row unless it holds `limit` already; whether this one was counted.
+def counted_in_database(name: str, limit: int, ends_at: float, size: int = 1) -> int:
+    """Count `size` more in window `name`'s row, or one when fewer are left; how many were counted (0: none left).
 
     The first request of a window makes its row (and deletes the rows of windows that have ended); one that
     meets the row made meanwhile by another counts there.
     """
     rows = RateWindow.objects.filter(key=name)
-    if rows.filter(count__lt=limit).update(count=F("count") + 1):
-        return True
-    if not rows.exists():
-        try:
-            with transaction.atomic(using=router.db_for_write(RateWindow)):
-                RateWindow.objects.create(key=name, count=1, ends_at=ends_at)
-        except IntegrityError:
-            pass  # made meanwhile by a request of another process: counted there, below
-        else:
-            RateWindow.objects.filter(ends_at__lt=time.time()).delete()
-            return True
-    # The row exists now (it may have been made after the first update found none): this update decides.
-    return bool(rows.filter(count__lt=limit).update(count=F("count") + 1))
+    granted = raised(rows, limit, size)
+    if granted:
+        return granted
+    if rows.exists():  # full, or made by another process after the update found none: this one decides
+        return raised(rows, limit, size)
+    try:
+        with transaction.atomic(using=router.db_for_write(RateWindow)):
+            RateWindow.objects.create(key=name, count=size, ends_at=ends_at)
+    except IntegrityError:  # made meanwhile by a request of another process: counted there
+        return raised(rows, limit, size)
+    RateWindow.objects.filter(ends_at__lt=time.time()).delete()
+    return size
+
+
+def raised(rows: QuerySet[RateWindow], limit: int, size: int) -> int:
+    """Raise the window's count by `size`, or by one when fewer are left, unless at `limit`; by how much it was."""
+    for taken in dict.fromkeys((size, 1)):
+        if rows.filter(count__lte=limit - taken).update(count=F("count") + taken):
+            return taken
+    return 0
 
 
 def peek(key: str, rate: Rate) -> int | None:
@@ -106,12 +163,11 @@ def peek(key: str, rate: Rate) -> int | None:
     now = time.time()
     name, window = window_key(key, rate, now)
     try:
-        cache = caches[CACHE_ALIAS]
-        if culls(cache):
+        if kept_in() is Kept.DATABASE:
             found = RateWindow.objects.filter(key=name).values_list("count", flat=True).first()
             count = 0 if found is None else found
         else:
-            count = int(cache.get(name, 0))
+            count = int(caches[CACHE_ALIAS].get(name, 0))
     except Exception as exc:  # noqa: BLE001 - as in retry_after()
         counting.failed(repr(key), exc)
         return None

@@ -1,0 +1,82 @@
+"""Counts of a client's rate window taken from the shared count ahead of use, so most requests are counted in memory.
+
+The segment idea, applied to rates: a process raises the window's shared count by a lease of several requests at
+once, then admits that many from memory. The shared count still bounds every process together (a lease is counted
+before it is used), so a client never gets more than its limit; what a process leased and did not use by the
+window's end is lost, so a client may get fewer. A lease is sized to what the process served of that client in the
+last LEASE_SECONDS (doubled while used up faster, halved while used slower), at most 1/LEASE_SHARE of the limit: a
+client seen rarely is counted one request at a time, as before.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+# A lease lasts about this long at the rate the process serves its client.
+LEASE_SECONDS = 0.1
+# A lease is at most this share of the limit, and at most LEASE_MOST requests.
+LEASE_SHARE = 100
+LEASE_MOST = 1024
+# The leases of this many clients at most are kept; past it, all are forgotten (their counts stay spent).
+LEASES_KEPT = 10_000
+
+
+@dataclass
+class Lease:
+    """What is left of the lease of one client in one window, and how fast its last lease was used."""
+
+    window: str
+    left: int
+    size: int
+    taken_at: float
+
+
+class Leases:
+    """The leases of this process, per client; thread-safe, and never waits on anything but its own short lock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.held: dict[str, Lease] = {}
+
+    def take(self, key: str, window: str) -> bool:
+        """Admit one request of `key` in `window` from its lease; False when there is none left to take."""
+        with self.lock:
+            lease = self.held.get(key)
+            if lease is None or lease.window != window or lease.left < 1:
+                return False
+            lease.left -= 1
+            return True
+
+    def size(self, key: str, limit: int) -> int:
+        """How many requests of `key` to reserve next: 1 for a client not seen lately, then what it used up."""
+        most = max(1, min(LEASE_MOST, limit // LEASE_SHARE))
+        with self.lock:
+            lease = self.held.get(key)
+        if lease is None:
+            return 1
+        elapsed = time.monotonic() - lease.taken_at
+        if elapsed < LEASE_SECONDS:
+            return min(most, lease.size * 2)
+        if elapsed > 2 * LEASE_SECONDS:
+            return max(1, min(most, lease.size // 2))
+        return min(most, lease.size)
+
+    def add(self, key: str, window: str, reserved: int, used: int) -> None:
+        """Keep what is left of `reserved` requests counted in `window`'s shared count, `used` of them used now."""
+        with self.lock:
+            if len(self.held) >= LEASES_KEPT and key not in self.held:
+                self.held.clear()
+            lease = self.held.get(key)
+            left = reserved - used
+            if lease is not None and lease.window == window:
+                left += lease.left
+            self.held[key] = Lease(window, left, reserved, time.monotonic())
+
+    def clear(self) -> None:
+        with self.lock:
+            self.held.clear()
+
+
+leases = Leases()

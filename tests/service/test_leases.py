@@ -1,0 +1,120 @@
+"""A client's rate counted a lease at a time: a busy client costs the shared cache or the database one write per
+lease, not one per request, on Django's views and the fast path alike, and no lease ever admits past the limit."""
+
+import threading
+import uuid
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connections
+
+from django_segment_seq.service import leases as leases_module
+from django_segment_seq.service import throttle
+from django_segment_seq.service.leases import LEASE_MOST, Leases
+from django_segment_seq.service.tokens import Rate
+from tests.service.test_trust import PATHS, add_client, post
+
+pytestmark = pytest.mark.django_db(transaction=True)
+# Where counts are kept: this process's memory, the database (for a cache that culls) and the database again
+# through the other cache that culls.
+CACHES = {
+    "memory": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "database": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "segment_seq_lease_cache"},
+    "file": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache"},
+}
+
+
+@pytest.fixture(params=list(CACHES))
+def rate_cache(request, settings, tmp_path):
+    """The `default` cache of each kind, the shared counts it leads to spied on: how often each was raised."""
+    backend = dict(CACHES[request.param])
+    if request.param == "file":
+        backend["LOCATION"] = str(tmp_path / "cache")
+    settings.CACHES = {"default": backend}
+    if request.param == "database":
+        call_command("createcachetable", stdout=StringIO())
+    raised: list[int] = []
+    spied = {"counted": throttle.counted, "counted_in_database": throttle.counted_in_database}
+
+    def spy(name: str):
+        def raise_count(*args, **kwargs):
+            granted = spied[name](*args, **kwargs)
+            raised.append(granted)
+            return granted
+
+        return raise_count
+
+    patch = pytest.MonkeyPatch()
+    for name in spied:
+        patch.setattr(throttle, name, spy(name))
+    yield raised
+    patch.undo()
+
+
+@pytest.mark.parametrize("prefix", PATHS)
+def test_a_busy_client_raises_the_shared_count_once_per_lease(prefix, rate_cache):
+    token = add_client("busy", "order*", "--rate", "100000/h")
+    statuses = [post(prefix, "order/next", token).status_code for _ in range(120)]
+    assert statuses == [200] * 120
+    # Leases of 1, 2, 4, ... requests while they are used up within LEASE_SECONDS: far fewer writes than requests
+    # (one per request before), and every request admitted was counted in the shared count first.
+    assert len(rate_cache) <= 20, rate_cache
+    assert sum(rate_cache) >= 120
+
+
+def test_a_rarely_seen_client_is_counted_one_request_at_a_time():
+    held = Leases()
+    assert held.size("rare", 100_000) == 1  # not seen before
+    held.add("rare", "w1", 1, 1)
+    held.held["rare"].taken_at -= 1  # its last lease taken a second ago: it comes less often than LEASE_SECONDS
+    assert held.size("rare", 100_000) == 1
+
+
+def test_a_lease_grows_while_used_up_fast_and_stays_within_a_share_of_the_limit():
+    held = Leases()
+    sizes = []
+    for _ in range(14):
+        size = held.size("busy", 1_000_000)
+        sizes.append(size)
+        held.add("busy", "w1", size, size)  # used up at once
+    assert sizes[:4] == [1, 2, 4, 8] and max(sizes) == LEASE_MOST == sizes[-1]
+    assert Leases().size("small", 150) == 1 and held.size("busy", 150) == 1  # at most 1/100 of the limit
+
+
+def test_a_lease_of_an_ended_window_admits_nothing():
+    held = Leases()
+    held.add("client", "window-1", 10, 1)
+    assert held.take("client", "window-1")
+    assert not held.take("client", "window-2")
+
+
+def test_leases_never_admit_past_the_limit_under_concurrency(rate_cache):
+    admitted: list[int] = []
+    key = f"leased-{uuid.uuid4().hex}"
+    lock = threading.Lock()
+    start = threading.Barrier(8)
+
+    def requests() -> None:
+        try:
+            start.wait(10)
+            mine = sum(throttle.retry_after(key, Rate(500, 3600), ahead=True) is None for _ in range(120))
+            with lock:
+                admitted.append(mine)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=requests) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    # 960 requests, 500 in the window's limit: what one process leased and did not use is at most one lease.
+    assert len(admitted) == 8 and 500 - 5 <= sum(admitted) <= 500, admitted
+    assert sum(rate_cache) <= 500
+
+
+def test_leases_are_forgotten_with_the_cache_they_were_counted_in(settings):
+    leases_module.leases.add("forgotten", "w", 5, 1)
+    settings.CACHES = {"default": CACHES["memory"]}
+    assert not leases_module.leases.take("forgotten", "w")
