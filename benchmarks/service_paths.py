@@ -66,6 +66,27 @@ wrk.body = os.getenv("BENCH_BODY")
 wrk.headers["Content-Type"] = "application/json"
 wrk.headers["Authorization"] = "Bearer " .. os.getenv("BENCH_TOKEN")
 """
+# In a smoke run, what the answers that were not 200 were: their statuses and the first one's body (wrk counts them
+# only). Left out of the measured runs: a Lua call per response slows wrk itself.
+WRK_STATUSES = """
+statuses = {}
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function response(status, headers, body)
+  if status ~= 200 then
+    statuses[status] = (statuses[status] or 0) + 1
+    if first_refused == nil then first_refused = body end
+  end
+end
+function done(summary, latency, requests)
+  for _, thread in ipairs(threads) do
+    for status, count in pairs(thread:get("statuses")) do io.write(string.format("status %d: %d\\n", status, count)) end
+    local body = thread:get("first_refused")
+    if body ~= nil then io.write("first refused: " .. body .. "\\n") end
+  end
+end
+"""
+STATUS_LINE = re.compile(r"^status (\d+): (\d+)$", re.MULTILINE)
 LOG_LINE = re.compile(r"took (\d+) of (\S+): (\d+)-(\d+)")
 
 
@@ -133,7 +154,10 @@ def wrk(url: str, token: str, count: int, seconds: float, connections: int, scri
     not_ok = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out)[1])  # type: ignore[index]
+    refused = re.search(r"^first refused: (.*)$", out, re.MULTILINE)
     return {
+        "statuses": {status: int(count) for status, count in STATUS_LINE.findall(out)},
+        "first_refused": refused[1] if refused else None,
         "requests": requests,
         "requests_per_s": round(rate),
         "numbers_per_s": round(rate * count),
@@ -237,6 +261,9 @@ def summary(runs: list[dict[str, Any]], logged: dict[str, Any]) -> tuple[list[di
                 "p50_ms": round(median([run["p50_ms"] for run in mine if run["p50_ms"] is not None]), 2),
                 "p99_ms": round(median([run["p99_ms"] for run in mine if run["p99_ms"] is not None]), 2),
                 "not_200": sum(run["not_200"] for run in mine),
+                "statuses": {status: sum(run["statuses"].get(status, 0) for run in mine)
+                             for status in sorted({status for run in mine for status in run["statuses"]})},
+                "first_refused": next((run["first_refused"] for run in mine if run["first_refused"]), None),
                 "socket_errors": sum(run["socket_errors"] for run in mine),
                 "blocks_logged": logged[label][0],
                 "overlapping_blocks": logged[label][1],
@@ -302,7 +329,7 @@ def main() -> None:
     if args.smoke:
         args.seconds, args.cycles = 1.0, 1
     folder = Path(tempfile.mkdtemp(prefix="bench_service_paths"))
-    (folder / "post.lua").write_text(WRK_SCRIPT)
+    (folder / "post.lua").write_text(WRK_SCRIPT + (WRK_STATUSES if args.smoke else ""))
     env = scratch_env(args.db)
     load_before = os.getloadavg()
     try:

