@@ -42,9 +42,14 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _close_private_connections(django_db_setup, django_db_blocker):
-    """The allocator's own connections must be closed before the test database is dropped."""
+    """The allocator's own connections, and the fast path's rate thread's, must be closed before the test database is
+    dropped."""
     yield
     pool.close_all()
+    if "django_segment_seq.service" in settings.INSTALLED_APPS:
+        from django_segment_seq.service.lease_takers import leases
+
+        leases.thread.close()
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -17,14 +16,16 @@ from django.core.handlers.asgi import ASGIRequest, get_script_prefix
 from django.core.serializers.json import DjangoJSONEncoder
 from django.core.signals import setting_changed
 from django.db import connections
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, QueryDict
 from django.urls import resolve
 
-from django_segment_seq.service import tallies, throttle, views
+from django_segment_seq.service import tallies, views
 from django_segment_seq.service.admission import Admission, RateCount, admit, rate_refusal
-from django_segment_seq.service.authentication import Caller, bearer_token, known
+from django_segment_seq.service.authentication import bearer_token, known
 from django_segment_seq.service.exchange import Answer, exchange
+from django_segment_seq.service.lease_takers import leases
 from django_segment_seq.service.requests import Target
+from django_segment_seq.service.thread_connections import replace_failed_connections
 from django_segment_seq.service.tokens import digest
 
 Scope = MutableMapping[str, Any]
@@ -127,17 +128,6 @@ def from_memory(request: HttpRequest) -> bool:
     return caller is not None and not tallies.usage.due()
 
 
-def replace_failed_connections() -> None:
-    """Close this thread's connections that failed and no longer answer, so the next query opens a new one.
-
-    Django's request cycle does this (close_old_connections) around each request; a sync thread that serves
-    many (an enclosing caller's, as under the test client) keeps a working connection and replaces a broken one.
-    """
-    for connection in connections.all(initialized_only=True):
-        if connection.errors_occurred:
-            connection.close_if_unusable_or_obsolete()
-
-
 def admit_fresh(request: HttpRequest, target: Target, rate: RateCount) -> Admission:
     """admit() on the request's sync thread, on a working connection."""
     replace_failed_connections()
@@ -167,38 +157,9 @@ async def readmit(admission: Admission) -> Admission:
         refusal = rate_refusal(caller, RateCount(in_memory=True))
     except SynchronousOnlyOperation:
         refusal = await leases.counted(caller)
+    else:
+        leases.ahead(caller)
     return admission if refusal is None else Admission(caller, refusal=refusal)
-
-
-class LeaseTakers:
-    """The requests of a caller whose rate's lease is used up: one takes the next lease on a thread while the others
-    wait for it on the loop, so the lease's end costs one thread's round trip, not one per request in flight."""
-
-    def __init__(self) -> None:
-        self.taking: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[None]] = {}
-
-    async def counted(self, caller: Caller) -> HttpResponse | None:
-        """rate_refusal() for a request the lease in memory could not admit."""
-        key = (asyncio.get_running_loop(), caller.rate_key)
-        while (taken := self.taking.get(key)) is not None:
-            await taken
-            try:
-                return rate_refusal(caller, RateCount(in_memory=True))
-            except SynchronousOnlyOperation:
-                pass  # the lease taken meanwhile is used up too (or none was left): wait for the next, or take it
-        mine = asyncio.get_running_loop().create_future()
-        self.taking[key] = mine
-        try:
-            # Counted in the database: on this request's thread, whose connections close with it; in a cache that
-            # keeps its own connections: on a thread of the loop's pool.
-            on_thread = sync_to_async(rate_refusal, thread_sensitive=throttle.kept_in() is throttle.Kept.DATABASE)
-            return await on_thread(caller, RateCount())
-        finally:
-            del self.taking[key]
-            mine.set_result(None)
-
-
-leases = LeaseTakers()
 
 
 class Remembered:

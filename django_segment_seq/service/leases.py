@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import length_hint
 
 # A lease lasts about this long at the rate the process serves its client.
 LEASE_SECONDS = 0.1
@@ -25,16 +27,17 @@ LEASES_KEPT = 10_000
 
 @dataclass
 class Lease:
-    """What is left of the lease of one client in one window, and how fast its last lease was used."""
+    """What is left of the lease of one client in one window (one ticket a request), and how fast it was used."""
 
     window: str
-    left: int
+    tickets: Iterator[int]
     size: int
     taken_at: float
 
 
 class Leases:
-    """The leases of this process, per client; thread-safe, and never waits on anything but its own short lock."""
+    """The leases of this process, per client. Taking a ticket needs no lock: next() on a range's iterator is one
+    step of C under the GIL, so no two threads (or a thread and the event loop) get the same ticket."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -42,18 +45,18 @@ class Leases:
 
     def take(self, key: str, window: str) -> bool:
         """Admit one request of `key` in `window` from its lease; False when there is none left to take."""
-        with self.lock:
-            lease = self.held.get(key)
-            if lease is None or lease.window != window or lease.left < 1:
-                return False
-            lease.left -= 1
-            return True
+        lease = self.held.get(key)
+        return lease is not None and lease.window == window and next(lease.tickets, None) is not None
+
+    def running_low(self, key: str, window: str) -> bool:
+        """Whether `key`'s lease in `window` is down to half of it, so the next is best taken now, ahead of use."""
+        lease = self.held.get(key)
+        return lease is not None and lease.window == window and 2 * length_hint(lease.tickets) <= lease.size
 
     def size(self, key: str, limit: int) -> int:
         """How many requests of `key` to reserve next: 1 for a client not seen lately, then what it used up."""
         most = max(1, min(LEASE_MOST, limit // LEASE_SHARE))
-        with self.lock:
-            lease = self.held.get(key)
+        lease = self.held.get(key)
         if lease is None:
             return 1
         elapsed = time.monotonic() - lease.taken_at
@@ -64,15 +67,16 @@ class Leases:
         return min(most, lease.size)
 
     def add(self, key: str, window: str, reserved: int, used: int) -> None:
-        """Keep what is left of `reserved` requests counted in `window`'s shared count, `used` of them used now."""
+        """Keep what is left of `reserved` requests counted in `window`'s shared count, `used` of them used now, with
+        what is left of the lease before it in the same window (drained from it here: each ticket is taken once)."""
         with self.lock:
             if len(self.held) >= LEASES_KEPT and key not in self.held:
                 self.held.clear()
             lease = self.held.get(key)
             left = reserved - used
             if lease is not None and lease.window == window:
-                left += lease.left
-            self.held[key] = Lease(window, left, reserved, time.monotonic())
+                left += sum(1 for _ in lease.tickets)
+            self.held[key] = Lease(window, iter(range(left)), reserved, time.monotonic())
 
     def clear(self) -> None:
         with self.lock:

@@ -84,21 +84,29 @@ def retry_after(key: str, rate: Rate, *, ahead: bool = False) -> int | None:
     name, window = window_key(key, rate, now)
     if ahead and leases.take(key, name):
         return None
-    size = leases.size(key, rate.limit) if ahead else 1
+    granted = reserved(name, window, rate, leases.size(key, rate.limit) if ahead else 1)
+    if granted is None:
+        return None
+    if granted:
+        if ahead:
+            leases.add(key, name, granted, 1)
+        return None
+    return max(1, math.ceil((window + 1) * rate.seconds - now))
+
+
+def reserved(name: str, window: int, rate: Rate, size: int) -> int | None:
+    """Raise window `name`'s shared count by `size` (by one when fewer are left); how much it was raised, or None
+    when the count could not be kept (the request goes through)."""
     try:
         if kept_in() is Kept.DATABASE:
             granted = counted_in_database(name, rate.limit, (window + 1) * rate.seconds, size)
         else:
             granted = counted(caches[CACHE_ALIAS], name, rate, size)
     except Exception as exc:  # noqa: BLE001 - a cache or database that does not answer: the request goes through
-        counting.failed(repr(key), exc)
+        counting.failed(repr(name), exc)
         return None
     ended()
-    if granted:
-        if ahead:
-            leases.add(key, name, granted, 1)
-        return None
-    return max(1, math.ceil((window + 1) * rate.seconds - now))
+    return granted
 
 
 def retry_after_in_memory(key: str, rate: Rate) -> int | None:
@@ -109,6 +117,19 @@ def retry_after_in_memory(key: str, rate: Rate) -> int | None:
     if kept_in() is Kept.MEMORY:
         return retry_after(key, rate, ahead=True)
     raise SynchronousOnlyOperation("the rate's lease is used up: the next is taken from the cache or the database")
+
+
+def lease_runs_low(key: str, rate: Rate) -> bool:
+    """Whether `key`'s lease in the current window is down to half, so the next is best taken ahead of use."""
+    return kept_in() is not Kept.MEMORY and leases.running_low(key, window_key(key, rate, time.time())[0])
+
+
+def lease_ahead(key: str, rate: Rate) -> None:
+    """Take `key`'s next lease before its requests find the current one used up (sync: the cache or the database)."""
+    name, window = window_key(key, rate, time.time())
+    granted = reserved(name, window, rate, leases.size(key, rate.limit))
+    if granted:
+        leases.add(key, name, granted, 0)
 
 
 def ended() -> None:

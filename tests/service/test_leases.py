@@ -2,16 +2,18 @@
 lease, not one per request, on Django's views and the fast path alike, and no lease ever admits past the limit."""
 
 import threading
+import time
 import uuid
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connections
+from django.db import connections, transaction
 
 from django_segment_seq.service import leases as leases_module
 from django_segment_seq.service import throttle
 from django_segment_seq.service.leases import LEASE_MOST, Leases
+from django_segment_seq.service.models import RateWindow
 from django_segment_seq.service.tokens import Rate
 from tests.service.test_trust import PATHS, add_client, post
 
@@ -118,3 +120,38 @@ def test_leases_are_forgotten_with_the_cache_they_were_counted_in(settings):
     leases_module.leases.add("forgotten", "w", 5, 1)
     settings.CACHES = {"default": CACHES["memory"]}
     assert not leases_module.leases.take("forgotten", "w")
+
+
+@pytest.mark.parametrize("prefix", ["fast"])
+def test_a_held_rate_window_delays_a_request_at_most_the_lock_timeout(prefix, rate_cache, settings, backend):
+    """A session holding the window's row: the fast path's requests waited for its lock as long as it lasted, each
+    behind the one before on the rate's thread; now each goes through (as when the cache fails) within LOCK_TIMEOUT."""
+    if backend == "sqlite" or throttle.kept_in() is not throttle.Kept.DATABASE:
+        pytest.skip("a row held by another session: the rate counted in the database, on a server with row locks")
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "LOCK_TIMEOUT": 0.5}
+    token = add_client("held", "order*", "--rate", "100000/h")
+    assert post(prefix, "order/next", token).status_code == 200  # the window's row made, its lease of one used
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                list(RateWindow.objects.select_for_update())
+                holding.set()
+                release.wait(30)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        answers = []
+        for _ in range(3):
+            started = time.monotonic()
+            answers.append((post(prefix, "order/next", token).status_code, time.monotonic() - started))
+    finally:
+        release.set()
+        holder.join(30)
+    assert [status for status, _ in answers] == [200, 200, 200]
+    assert all(took < 0.5 + 1.0 for _, took in answers), answers
