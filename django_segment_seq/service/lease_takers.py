@@ -93,9 +93,14 @@ class LeaseTakers:
     meanwhile wait for it on the loop, so no request in flight waits for more than one lease."""
 
     def __init__(self) -> None:
+        self.thread = RateThread()
+        self.forget()
+        os.register_at_fork(after_in_child=self.forget)
+
+    def forget(self) -> None:
+        """No lease being taken (in a child: the parent's loop and its tasks are not here)."""
         self.taking: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[None]] = {}
         self.tasks: set[asyncio.Task[None]] = set()
-        self.thread = RateThread()
 
     async def counted(self, caller: Caller) -> HttpResponse | None:
         """rate_refusal() for a request the lease in memory could not admit."""

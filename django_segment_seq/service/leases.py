@@ -10,6 +10,7 @@ client seen rarely is counted one request at a time, as before.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -79,8 +80,11 @@ class Leases:
             self.held[key] = Lease(window, iter(range(left)), reserved, time.monotonic())
 
     def clear(self) -> None:
-        with self.lock:
-            self.held.clear()
+        """Forget every lease (its tickets stay counted in the shared count, unused)."""
+        self.lock = threading.Lock()  # in a fork child, the parent's may be held by a thread that is not there
+        self.held = {}
 
 
 leases = Leases()
+# A child's requests must not use the tickets its parent may still use: they were counted once, for the parent.
+os.register_at_fork(after_in_child=leases.clear)

@@ -1,6 +1,7 @@
 """A client's rate counted a lease at a time: a busy client costs the shared cache or the database one write per
 lease, not one per request, on Django's views and the fast path alike, and no lease ever admits past the limit."""
 
+import os
 import threading
 import time
 import uuid
@@ -155,3 +156,21 @@ def test_a_held_rate_window_delays_a_request_at_most_the_lock_timeout(prefix, ra
         holder.join(30)
     assert [status for status, _ in answers] == [200, 200, 200]
     assert all(took < 0.5 + 1.0 for _, took in answers), answers
+
+
+def test_a_fork_child_does_not_use_its_parents_lease(tmp_path):
+    """The parent's tickets were counted once, for the parent: a child that took them too would admit them twice."""
+    held = leases_module.leases
+    held.add("forked", "w", 10, 0)
+    pid = os.fork()
+    if pid == 0:  # child: report whether it could take a ticket, then leave without the parent's cleanup
+        code = 1
+        try:
+            (tmp_path / "child.txt").write_text(str(held.take("forked", "w")))
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert (tmp_path / "child.txt").read_text() == "False"
+    assert sum(held.take("forked", "w") for _ in range(12)) == 10  # the parent's ten, each once
