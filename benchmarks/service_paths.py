@@ -15,6 +15,8 @@ default) and the same cores:
 - **rated, memory**: the same with the `default` cache in each process's memory (benchmarks/fast_memory_asgi.py),
   so the rate is counted on the event loop, per worker process;
 - **fast, no log**: the same with the service's INFO log line off, to show what that line costs;
+- **rated, no log**: the rated client of "fast, rated" with the log line off (a project whose logging writes no
+  INFO line, as Django's default configuration does not);
 - **Django view**: the same project through Django's request cycle (the async views of async_urls).
 
 They are started together, warmed up for a second, then loaded in turn by wrk (Debian's `wrk`: one thread, 16
@@ -57,6 +59,7 @@ APPLICATIONS = {
     "fast, rated": "tests.service_project.fast_asgi:application",
     "rated, memory": "benchmarks.fast_memory_asgi:application",
     "fast, no log": "benchmarks.fast_quiet_asgi:application",
+    "rated, no log": "benchmarks.fast_quiet_asgi:application",
     "Django view": "tests.service_project.asgi:application",
 }
 BLOCKS = (1, 100)
@@ -185,7 +188,9 @@ def repeats(log: Path) -> tuple[int, int]:
 
 def token_of(label: str, env: dict[str, str]) -> str:
     """The token an application is loaded with: the rated client's for "fast, rated", else the client's without."""
-    return env["BENCH_RATED_TOKEN"] if label in ("fast, rated", "rated, memory") else env["BENCH_TOKEN"]
+    return (
+        env["BENCH_RATED_TOKEN"] if label in ("fast, rated", "rated, memory", "rated, no log") else env["BENCH_TOKEN"]
+    )
 
 
 def first_request(url: str, token: str) -> None:
@@ -282,6 +287,8 @@ def summary(runs: list[dict[str, Any]], logged: dict[str, Any]) -> tuple[list[di
             "fast_rated_over_django": round(median([c["fast, rated"] / c["Django view"] for c in cycles]), 1),
             "rated_memory_over_bare": round(median([c["rated, memory"] / c["bare"] for c in cycles]), 2),
             "rated_memory_over_django": round(median([c["rated, memory"] / c["Django view"] for c in cycles]), 1),
+            "rated_no_log_over_bare": round(median([c["rated, no log"] / c["bare"] for c in cycles]), 2),
+            "rated_no_log_over_django": round(median([c["rated, no log"] / c["Django view"] for c in cycles]), 1),
             "fast_over_bare_by_cycle": [round(c["fast path"] / c["bare"], 2) for c in cycles],
         })  # fmt: skip
     return rows, found
@@ -306,7 +313,8 @@ def print_table(report: dict[str, Any]) -> None:
             f"count {ratio['count']}: fast path = {ratio['fast_over_bare']} x bare "
             f"({ratio['fast_no_log_over_bare']} without the log line), {ratio['fast_over_django']} x Django's view; "
             f"with a rate {ratio['fast_rated_over_bare']} x bare, {ratio['fast_rated_over_django']} x Django's view "
-            f"(in memory {ratio['rated_memory_over_bare']} x bare, {ratio['rated_memory_over_django']} x); "
+            f"(in memory {ratio['rated_memory_over_bare']} x bare, {ratio['rated_memory_over_django']} x; "
+            f"without the log line {ratio['rated_no_log_over_bare']} x bare, {ratio['rated_no_log_over_django']} x); "
             f"by cycle {ratio['fast_over_bare_by_cycle']}"
         )
 

@@ -13,7 +13,15 @@ def test_service_paths_smoke_run_reports_every_row_and_repeats_nothing(tmp_path)
     rows = figures["rows"]
     assert {(row["application"], row["count"]) for row in rows} == {
         (application, count)
-        for application in ("bare", "fast path", "fast, rated", "rated, memory", "fast, no log", "Django view")
+        for application in (
+            "bare",
+            "fast path",
+            "fast, rated",
+            "rated, memory",
+            "fast, no log",
+            "rated, no log",
+            "Django view",
+        )
         for count in (1, 100)
     }
     assert all(row["runs"] == 1 and row["requests_per_s"] > 0 for row in rows), rows
@@ -33,3 +41,4 @@ def test_service_paths_smoke_run_reports_every_row_and_repeats_nothing(tmp_path)
     assert {ratio["count"] for ratio in figures["ratios"]} == {1, 100}
     assert all(ratio["fast_over_bare"] > 0 and ratio["fast_over_django"] > 0 for ratio in figures["ratios"])
     assert all(ratio["fast_rated_over_bare"] > 0 and ratio["fast_rated_over_django"] > 0 for ratio in figures["ratios"])
+    assert all(ratio["rated_no_log_over_bare"] > 0 for ratio in figures["ratios"])
