@@ -287,7 +287,12 @@ def hold_then_take(name: str, count: int) -> list[int]:
 
     from django_segment_seq import next_value
 
+    from django_segment_seq.cache.prefetch import prefetcher
+
     got = [next_value(name)]
+    # A background fetch the first number started moves the row too: the test reads the row once it has.
+    if not prefetcher.drain(30):
+        raise SystemExit("a background fetch did not end in 30 s")
     Path(os.environ["SEGMENT_SEQ_TEST_READY"]).write_text("holding")
     go = Path(os.environ["SEGMENT_SEQ_TEST_GO"])
     deadline = time.monotonic() + 60
