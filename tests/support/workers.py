@@ -286,7 +286,6 @@ def hold_then_take(name: str, count: int) -> list[int]:
     from pathlib import Path
 
     from django_segment_seq import next_value
-
     from django_segment_seq.cache.prefetch import prefetcher
 
     got = [next_value(name)]
