@@ -16,7 +16,7 @@ from django_segment_seq.service import throttle
 from django_segment_seq.service.leases import LEASE_MOST, Leases
 from django_segment_seq.service.models import RateWindow
 from django_segment_seq.service.tokens import Rate
-from tests.service.test_trust import PATHS, add_client, post
+from tests.service.test_trust import PATHS, add_client, admitted_by_threads, post
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # Where counts are kept: this process's memory, the database (for a cache that culls) and the database again
@@ -93,25 +93,8 @@ def test_a_lease_of_an_ended_window_admits_nothing():
 
 
 def test_leases_never_admit_past_the_limit_under_concurrency(rate_cache):
-    admitted: list[int] = []
     key = f"leased-{uuid.uuid4().hex}"
-    lock = threading.Lock()
-    start = threading.Barrier(8)
-
-    def requests() -> None:
-        try:
-            start.wait(10)
-            mine = sum(throttle.retry_after(key, Rate(500, 3600), ahead=True) is None for _ in range(120))
-            with lock:
-                admitted.append(mine)
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=requests) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    admitted = admitted_by_threads(lambda: throttle.retry_after(key, Rate(500, 3600), ahead=True), threads=8, each=120)
     # 960 requests, 500 in the window's limit: what one process leased and did not use is at most one lease.
     assert len(admitted) == 8 and 500 - 5 <= sum(admitted) <= 500, admitted
     assert sum(rate_cache) <= 500

@@ -5,6 +5,7 @@ import json
 import logging
 import re
 import threading
+from collections.abc import Callable
 from io import StringIO
 from urllib.parse import quote
 
@@ -327,32 +328,38 @@ def test_failed_authentications_are_limited_without_reading_the_table(settings):
 
 @pytest.mark.parametrize("backend_path", ["django.core.cache.backends.db.DatabaseCache"])
 def test_the_rate_holds_on_the_database_cache_under_concurrency(settings, backend_path):
-    from django.db import connections
-
     from django_segment_seq.service.throttle import retry_after
     from django_segment_seq.service.tokens import Rate
 
     settings.CACHES = {"default": {"BACKEND": backend_path, "LOCATION": "segment_seq_rate_cache"}}
     call_command("createcachetable", stdout=StringIO())
+    admitted = admitted_by_threads(lambda: retry_after("db-cache-client", Rate(20, 3600)), threads=8, each=8)
+    assert len(admitted) == 8 and sum(admitted) == 20, admitted  # 64 requests, 20 in the window's limit
+
+
+def admitted_by_threads(count: Callable[[], int | None], threads: int, each: int) -> list[int]:
+    """`threads` threads at once, each counting `each` requests with `count` (None: admitted): what each admitted."""
+    from django.db import connections
+
     admitted: list[int] = []
     lock = threading.Lock()
-    start = threading.Barrier(8)
+    start = threading.Barrier(threads)
 
     def requests() -> None:
         try:
             start.wait(10)
-            mine = sum(retry_after("db-cache-client", Rate(20, 3600)) is None for _ in range(8))
+            mine = sum(count() is None for _ in range(each))
             with lock:
                 admitted.append(mine)
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=requests) for _ in range(8)]
-    for thread in threads:
+    started = [threading.Thread(target=requests) for _ in range(threads)]
+    for thread in started:
         thread.start()
-    for thread in threads:
+    for thread in started:
         thread.join(60)
-    assert len(admitted) == 8 and sum(admitted) == 20, admitted  # 64 requests, 20 in the window's limit
+    return admitted
 
 
 CULLING_CACHES = ["django.core.cache.backends.db.DatabaseCache", "django.core.cache.backends.filebased.FileBasedCache"]
