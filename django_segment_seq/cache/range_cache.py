@@ -84,9 +84,11 @@ class RangeCache:
             return self._take_locked(slot, count, arrived)
 
     def take_cached(self, alias: str, name: str, count: int = 1) -> range | None:
-        """`count` numbers from the current range, or None: never fetches, prefetches or waits for the lock.
+        """`count` numbers from the current range, or None: never fetches or waits for the lock.
 
-        For callers that may not block (an event loop): None sends them to take() on a thread.
+        For callers that may not block (an event loop): None sends them to take() on a thread. The range's prefetch
+        point starts the background fetch here (a thread started, not waited for), as take() would: sending that
+        caller to a thread instead sent every caller in flight to one until the first started it.
         """
         slot = self._slots.get((alias, name))
         if slot is None or not slot.lock.acquire(False):
@@ -94,7 +96,9 @@ class RangeCache:
         try:
             first = slot.next
             if first + count > slot.trigger:
-                return None  # the slow path is due: a prefetch to start, a range to switch or fetch
+                if slot.remaining() < count:
+                    return None  # a range to switch or fetch: the slow path
+                self._start_prefetch(slot)
             slot.next = first + count
             return range(first, first + count)
         finally:
@@ -199,7 +203,7 @@ class RangeCache:
             pending = slot.pending
             if pending is not None and pending.size >= count:
                 slot.pending = None
-                self._set_range(slot, pending, 0, slot.pending_version)
+                self._set_range(slot, pending, 0, slot.pending_version, asked=count)
                 continue
             if slot.fetching:
                 if not waited:
@@ -250,7 +254,8 @@ class RangeCache:
     def _refill(self, slot: Slot, wanted: int) -> range:
         """A new block of at least max(step, wanted); returns its first `wanted` numbers and caches the rest."""
         try:
-            allocation = self.source.allocate(BlockRequest(slot.alias, slot.name, wanted, prefer=self._next_size(slot)))
+            prefer = self._next_size(slot, asked=wanted)
+            allocation = self.source.allocate(BlockRequest(slot.alias, slot.name, wanted, prefer=prefer))
         except SequenceUnavailable as exc:
             note_held(slot, exc)
             raise
@@ -261,7 +266,7 @@ class RangeCache:
         if allocation.provisional:
             return self._hand_out_provisional(slot, allocation)
         if block.size > wanted or slot.next > slot.last:
-            self._set_range(slot, block, wanted, allocation.version)
+            self._set_range(slot, block, wanted, allocation.version, asked=wanted)
             if slot.next >= slot.trigger:
                 self._start_prefetch(slot)
         else:
@@ -287,13 +292,14 @@ class RangeCache:
         slot.fetched(allocation)
         return self._hand_out_provisional(slot, allocation)
 
-    def _set_range(self, slot: Slot, block: Block, taken: int, version: int | None) -> None:
+    def _set_range(self, slot: Slot, block: Block, taken: int, version: int | None, *, asked: int) -> None:
         """Make `block` the current range (its first `taken` numbers already handed out); the old rest is a gap.
 
-        `version` is the row's version right after the block was taken (None: never to be given back).
+        `version` is the row's version right after the block was taken (None: never to be given back); `asked`, the
+        count that the old range could not hold, which makes it a range used up (see used_up()).
         """
         now = time.monotonic()
-        if slot.last >= slot.first and slot.next > slot.last:
+        if used_up(slot, asked):
             slot.completed = (slot.last - slot.first + 1, now - slot.started)
         slot.stats.handed_out += slot.next - slot.first
         slot.first = block.first
@@ -347,13 +353,14 @@ class RangeCache:
             # else a caller fetched itself meanwhile: this block is a gap
             slot.ready.notify_all()
 
-    def _next_size(self, slot: Slot) -> int:
-        """The range size to ask for (0 means the row's step); see sizing.next_size for the rule."""
+    def _next_size(self, slot: Slot, *, asked: int = 1) -> int:
+        """The range size to ask for (0 means the row's step), for a caller of `asked` numbers (1: a prefetch); see
+        sizing.next_size for the rule."""
         settings = app_settings()
         if not settings["ADAPTIVE_STEP"]:
             return 0
         completed = slot.completed
-        if slot.last >= slot.first and slot.next > slot.last:
+        if used_up(slot, asked):
             completed = (slot.last - slot.first + 1, time.monotonic() - slot.started)  # the range just used up
         size = slot.last - slot.first + 1
         slot.hint = next_size(
@@ -367,6 +374,15 @@ class RangeCache:
         if size < slot.hint < settings["MAX_STEP"]:
             return int(slot.hint * random.uniform(0.8, 1.0))
         return slot.hint
+
+
+def used_up(slot: Slot, asked: int) -> bool:
+    """Whether the current range is used up for a caller of `asked` numbers: what is left of it cannot hold them.
+
+    A caller of blocks leaves a rest smaller than its block behind (a gap); counting only ranges emptied to their last
+    number, the adaptive step would never see one used up by such a caller, and never grow for it.
+    """
+    return slot.last >= slot.first and slot.remaining() < asked
 
 
 ranges = RangeCache()

@@ -61,3 +61,16 @@ def test_off_keeps_the_row_step():
     Sequence.objects.create(name="a", step=100)
     [next_value("a") for _ in range(1000)]
     assert step() == 100
+
+
+@pytest.mark.parametrize("prefetch", [False, True], ids=["fetch", "prefetch"])
+def test_blocks_that_leave_a_rest_grow_the_step_too(prefetch):
+    # Blocks of 30 from ranges of 100 leave a rest of 10 behind in each range: it was never counted as used up, so a
+    # caller of blocks kept the row's step however fast it went (the ID service's blocks of 100 fetched every few ms).
+    Sequence.objects.create(name="a", step=100)
+    got = []
+    with override_settings(SEGMENT_SEQ={**FAST, "PREFETCH": prefetch}):
+        for _ in range(200):
+            got.extend(next_values("a", 30))
+    assert_unique(got, 6000)
+    assert step() == 800

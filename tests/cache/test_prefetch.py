@@ -216,3 +216,21 @@ def test_worker_shutdown_refuses_new_jobs_and_does_not_hang():
     release.set()
     assert worker.drain(timeout=10)
     assert done == [1]  # queued work is finished, never dropped with its slot marked as fetching
+
+
+@override_settings(SEGMENT_SEQ=PREFETCH_ON)
+def test_a_caller_on_an_event_loop_starts_the_prefetch_and_keeps_taking_from_memory():
+    """The prefetch point of a range sent every caller on an event loop to a thread (cached_values() gave None) until
+    one of them started the background fetch there; now the first starts it, and each is answered from memory."""
+    from django_segment_seq.api import cached_values
+
+    Sequence.objects.create(name="s", step=100)
+    got = [next_value("s")]  # the first range, fetched in the foreground
+    for _ in range(98):
+        numbers = cached_values("s", 1)
+        assert numbers is not None, f"sent to a thread at {got[-1] + 1}, with {100 - len(got)} numbers in the range"
+        got.extend(numbers)
+    assert wait_for_prefetch(30)
+    got.extend(next_value("s") for _ in range(101))
+    assert_unique(got, 200)
+    assert stats("s").background_fetches >= 1 and stats("s").foreground_fetches == 1
