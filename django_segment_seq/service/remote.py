@@ -122,8 +122,8 @@ class RemoteSequence:
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         request = urllib.request.Request(self.endpoint, data=data, headers=headers, method="POST")
         with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            body = json.loads(response.read())
-        return range(int(body["first"]), int(body["last"]) + 1)
+            raw = response.read()
+        return _block(raw)
 
 
 class _Ahead:
@@ -146,6 +146,22 @@ class _Ahead:
     def result(self) -> range | None:
         self.done.wait()
         return self.numbers
+
+
+class MalformedBlock(ValueError):
+    """A 200 whose body is not a block of numbers (a proxy's page, a server of another kind): retried as an outage."""
+
+
+def _block(raw: bytes) -> range:
+    """The block a 200 answered, from `first` to `last`, whole numbers in order; MalformedBlock for anything else."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    first, last = (body.get("first"), body.get("last")) if isinstance(body, dict) else (None, None)
+    if type(first) is not int or type(last) is not int or last < first:
+        raise MalformedBlock(f"a 200 without a block of numbers: {raw[:100].decode('utf-8', 'replace')!r}")
+    return range(first, last + 1)
 
 
 def _json(raw: bytes) -> dict[str, Any]:

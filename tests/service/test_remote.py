@@ -15,10 +15,11 @@ from tests.support.servers import ROOT
 
 
 class StandIn:
-    """Answers each POST with the next scripted status (then 200s), handing out consecutive blocks."""
+    """Answers each POST with the next scripted status (then 200s), handing out consecutive blocks; a 200 sends the
+    next of `bodies` as it is while there are some."""
 
-    def __init__(self, script: list[int]) -> None:
-        self.script, self.requests, self.next = list(script), [], 1
+    def __init__(self, script: list[int], bodies: list[bytes] = ()) -> None:
+        self.script, self.bodies, self.requests, self.next = list(script), list(bodies), [], 1
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -27,10 +28,10 @@ class StandIn:
                 owner.requests.append((time.monotonic(), self.headers["Authorization"]))
                 status = owner.script.pop(0) if owner.script else 200
                 body: dict = {"error": "x", "detail": "scripted"}
-                if status == 200:
+                if status == 200 and not owner.bodies:
                     body = {"first": owner.next, "last": owner.next + count - 1}
                     owner.next += count
-                data = json.dumps(body).encode()
+                data = owner.bodies.pop(0) if status == 200 and owner.bodies else json.dumps(body).encode()
                 self.send_response(status)
                 if status in (429, 503):
                     self.send_header("Retry-After", "0")
@@ -55,8 +56,8 @@ class StandIn:
 def stand_in():
     made = []
 
-    def make(script: list[int] = ()) -> StandIn:
-        made.append(StandIn(list(script)))
+    def make(script: list[int] = (), bodies: list[bytes] = ()) -> StandIn:
+        made.append(StandIn(list(script), list(bodies)))
         return made[-1]
 
     yield make
@@ -88,6 +89,20 @@ def test_retries_are_bounded(stand_in):
     with pytest.raises(RemoteUnavailable, match="3 attempts"):
         remote.next()
     assert len(server.requests) == 3
+
+
+MALFORMED = [b"[]", b"{}", b"null", b'{"first": 5}', b'{"first": 9, "last": 3}', b'{"first": "a", "last": 2}',
+             b'{"first": true, "last": 2}', b'{"first": 1.5, "last": 2}', b"<html>proxy</html>"]  # fmt: skip
+
+
+@pytest.mark.parametrize("body", MALFORMED)
+def test_a_200_without_a_block_is_retried_and_named_never_a_traceback(stand_in, body):
+    # Before: KeyError or TypeError out of next() for the JSON that is not a block; an inverted one was taken as empty.
+    server = stand_in(bodies=[body] * 2)
+    remote = RemoteSequence(server.url, "t", "order", retries=1, backoff=0.01, prefetch_at=1)
+    with pytest.raises(RemoteUnavailable, match="2 attempts; last: MalformedBlock: a 200 without a block"):
+        remote.next()
+    assert remote.next() == 1 and len(server.requests) == 3  # the server mended: the next request's block
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 409])
