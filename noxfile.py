@@ -79,6 +79,7 @@ POSTGRES_PATHS = (
     "tests/processes/test_caller_row_locks.py",
     "tests/processes/test_give_back.py",
     "tests/processes/test_bounded_waits.py",
+    "tests/service/test_lock_bounds.py",
 )
 
 # Left out of the core suite: the folders of tests that start many processes, kill them or restart servers, or

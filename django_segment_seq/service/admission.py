@@ -13,6 +13,7 @@ from django_segment_seq.conf import app_settings
 from django_segment_seq.db.routing import fixed_alias, sequence_database
 from django_segment_seq.service import answers
 from django_segment_seq.service.authentication import Caller, CsrfRefused, NotAuthenticated, TooManyFailures, caller_of
+from django_segment_seq.service.bounds import checks_bounded
 from django_segment_seq.service.requests import SEQUENCE, BadRequest, CountLimit, Target, body_fields, requested_count
 from django_segment_seq.service.rows import Asker, folds_case, row_refusal
 from django_segment_seq.service.tallies import usage
@@ -52,7 +53,17 @@ class RateCount:
 
 def admit(request: HttpRequest, target: Target, rate: RateCount | None = None) -> Admission:
     """Check a request for numbers (sync code: it reads the client table and the cache); `rate` counts the request
-    against the caller's rate once for every run of admit() given it."""
+    against the caller's rate once for every run of admit() given it. No statement waits past LOCK_TIMEOUT.
+
+    On the event loop (`rate.in_memory`) no statement can be sent, so no bound is set up either.
+    """
+    if rate is not None and rate.in_memory:
+        return checked_request(request, target, rate)
+    with checks_bounded():
+        return checked_request(request, target, rate)
+
+
+def checked_request(request: HttpRequest, target: Target, rate: RateCount | None) -> Admission:
     if request.method != "POST":
         return Admission(None, refusal=answers.not_allowed("POST"))
     try:

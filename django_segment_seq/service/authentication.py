@@ -15,6 +15,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 
 from django_segment_seq.conf import app_settings
+from django_segment_seq.service.bounds import checks_bounded
 from django_segment_seq.service.models import Client
 from django_segment_seq.service.throttle import peek, retry_after
 from django_segment_seq.service.tokens import NO_DIGEST, Rate, allowed, digest, parse_rate
@@ -23,6 +24,9 @@ PERMISSION = "segment_seq_service.use_id_service"
 # Seconds a process answers a known token from memory: a revocation or rotation made in another process
 # takes effect within this; in the same process (the admin, the command) at once, through the signals below.
 KNOWN_FOR = 2.0
+# The fast path reads a busy token's client again this long before KNOWN_FOR ends, while its requests are still
+# answered from memory: else every request in flight found it gone at once, each reading the table on a new thread.
+REFRESH_BEFORE = 0.5
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,11 @@ def note_failure(address: str) -> None:
 
 def bearer_token(request: HttpRequest) -> str | None:
     """The token of an `Authorization: Bearer` header, '' for another header, None when there is none."""
-    header = request.META.get("HTTP_AUTHORIZATION")
+    return token_in(request.META.get("HTTP_AUTHORIZATION"))
+
+
+def token_in(header: str | None) -> str | None:
+    """The token of an Authorization header's value, as bearer_token() reads it."""
     if header is None:
         return None
     scheme, _space, token = header.strip().partition(" ")
@@ -134,11 +142,25 @@ class KnownTokens:
             return None
         return found[1]
 
-    def keep(self, wanted: str, caller: Caller, until: float) -> None:
+    def keep(self, wanted: str, caller: Caller, until: float) -> Caller:
+        """Keep `caller` for `wanted` until `until`; the caller kept (the one before it when it is equal)."""
         with self.lock:
             if len(self.callers) > 10_000:
                 self.callers.clear()
+            kept = self.callers.get(wanted)
+            if kept is not None and kept[1] == caller:
+                caller = kept[1]  # the same object: what the fast path remembered of it (its admissions) still holds
             self.callers[wanted] = (until, caller)
+            return caller
+
+    def due(self, wanted: str) -> bool:
+        """Whether a known token is within REFRESH_BEFORE of being forgotten, so its client is best read again now."""
+        found = self.callers.get(wanted)
+        return found is not None and found[0] - REFRESH_BEFORE <= time.monotonic()
+
+    def drop(self, wanted: str) -> None:
+        with self.lock:
+            self.callers.pop(wanted, None)
 
     def forget(self, **kwargs: Any) -> None:
         with self.lock:
@@ -201,6 +223,22 @@ def client_caller(token: str, address: str = "-") -> Caller:
     if client is None:
         note_failure(address)
         raise NotAuthenticated
+    return caller_kept(client, wanted)
+
+
+def refresh(token: str) -> None:
+    """Read a known token's client again (sync: the table): keep its caller for KNOWN_FOR more, or forget the token
+    when it is no longer live (revoked, or an old token past its grace), so its next request is refused."""
+    with checks_bounded():
+        client = client_with(token)
+    if client is None:
+        known.drop(digest(token))
+    else:
+        caller_kept(client, digest(token))
+
+
+def caller_kept(client: Client, wanted: str) -> Caller:
+    """The caller of a live client's token, kept in memory for KNOWN_FOR (an old token: at most to its grace's end)."""
     rate_key = f"{client.id}-{client.token_digest[:16]}"
     caller = Caller(
         client.name,
@@ -214,8 +252,7 @@ def client_caller(token: str, address: str = "-") -> Caller:
     until = time.monotonic() + KNOWN_FOR
     if client.token_digest != wanted and client.previous_valid_until is not None:  # an old token in its grace
         until = min(until, time.monotonic() + (client.previous_valid_until - timezone.now()).total_seconds())
-    known.keep(wanted, caller, until)
-    return caller
+    return known.keep(wanted, caller, until)
 
 
 def caller_of(request: HttpRequest) -> Caller:

@@ -45,14 +45,38 @@ async def exchange(target: Target, admitting: Admit | Admission, respond: Respon
     try:
         admission = admitting if isinstance(admitting, Admission) else await admitting()
         caller = admission.caller
-        if admission.refusal is not None:
-            response: Answer = admission.refusal
-        else:
-            assert caller is not None
-            body = taken_at_once(target, admission.count) or await atake(target, admission.count)
-            handed_over(caller, target, body)
-            response = respond(body)
+        response = answered(target, admission, respond)
+        if response is None:
+            response = delivered(target, admission, await atake(target, admission.count), respond)
     except Exception as exc:  # noqa: BLE001 - every failure is answered in JSON (outcomes.failed)
         response = failed(exc, target)
     count_request(caller.name if caller is not None else "-", response.status_code)
     return response
+
+
+def exchange_at_once(target: Target, admission: Admission, respond: Respond = JsonResponse) -> Answer | None:
+    """exchange() of a request admitted already, when its answer needs no await (a refusal, or a block the cached
+    range holds); None when it does (numbers to take on a thread), with nothing taken or counted."""
+    try:
+        response = answered(target, admission, respond)
+    except Exception as exc:  # noqa: BLE001 - every failure is answered in JSON (outcomes.failed)
+        response = failed(exc, target)
+    if response is None:
+        return None
+    count_request(admission.caller.name if admission.caller is not None else "-", response.status_code)
+    return response
+
+
+def answered(target: Target, admission: Admission, respond: Respond) -> Answer | None:
+    """The refusal, or the answer with a block the cached range holds; None when the numbers must be awaited."""
+    if admission.refusal is not None:
+        return admission.refusal
+    body = taken_at_once(target, admission.count)
+    return None if body is None else delivered(target, admission, body, respond)
+
+
+def delivered(target: Target, admission: Admission, body: dict[str, Any], respond: Respond) -> Answer:
+    """The 200 of a block taken: logged and counted in the caller's usage."""
+    assert admission.caller is not None
+    handed_over(admission.caller, target, body)
+    return respond(body)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import Future
 from functools import lru_cache, partial
 from io import BytesIO
-from typing import Any
+from typing import Any, NamedTuple
 
 from asgiref.sync import SyncToAsync, ThreadSensitiveContext, sync_to_async
 from django.conf import settings
@@ -21,8 +24,9 @@ from django.urls import resolve
 
 from django_segment_seq.service import tallies, views
 from django_segment_seq.service.admission import Admission, RateCount, admit, rate_refusal
-from django_segment_seq.service.authentication import bearer_token, known
-from django_segment_seq.service.exchange import Answer, exchange
+from django_segment_seq.service.authentication import bearer_token, known, refresh, token_in
+from django_segment_seq.service.exchange import Answer, exchange, exchange_at_once
+from django_segment_seq.service.kept_thread import counting_thread, usage_thread
 from django_segment_seq.service.lease_takers import leases
 from django_segment_seq.service.requests import Target
 from django_segment_seq.service.thread_connections import replace_failed_connections
@@ -104,6 +108,7 @@ def target_of(root_path: str, path: str) -> Target | None:
 def forget_targets(**kwargs: Any) -> None:
     """Forget the paths' targets: a setting changed (the URLconf, the forced script name)."""
     target_of.cache_clear()
+    routed.cache_clear()
 
 
 setting_changed.connect(forget_targets, dispatch_uid="segment_seq_service_fast_targets")
@@ -147,19 +152,37 @@ async def admit_request(request: HttpRequest, target: Target) -> Admission:
     return await sync_to_async(admit_fresh, thread_sensitive=True)(request, target, rate)
 
 
-async def readmit(admission: Admission) -> Admission:
-    """A remembered admission for this request: the same, once the request is counted against its caller's rate
-    (on the loop from memory or the rate's lease, else on a thread), or the rate's 429."""
+def readmitted(admission: Admission) -> Admission | None:
+    """A remembered admission for this request: the same, once the request is counted against its caller's rate from
+    memory (the rate's lease), or the rate's 429; None, with nothing counted, when a lease must be taken first."""
     caller = admission.caller
     if caller is None or caller.rate is None:
         return admission
     try:
         refusal = rate_refusal(caller, RateCount(in_memory=True))
     except SynchronousOnlyOperation:
-        refusal = await leases.counted(caller)
-    else:
-        leases.ahead(caller)
+        return None
+    leases.ahead(caller)
     return admission if refusal is None else Admission(caller, refusal=refusal)
+
+
+async def readmit(admission: Admission) -> Admission:
+    """readmitted(), the lease taken (on the counting thread) when the one in memory is used up."""
+    found = readmitted(admission)
+    if found is not None:
+        return found
+    assert admission.caller is not None
+    refusal = await leases.counted(admission.caller)
+    return admission if refusal is None else Admission(admission.caller, refusal=refusal)
+
+
+class Decided(NamedTuple):
+    """What admit() decides a request from, besides the rate: the key of its remembered admission."""
+
+    target: Target
+    body: bytes
+    query: bytes
+    headers: Headers
 
 
 class Remembered:
@@ -174,23 +197,26 @@ class Remembered:
     """
 
     def __init__(self) -> None:
-        self.admitted: dict[tuple[Any, ...], tuple[Admission, str]] = {}
+        self.admitted: dict[Decided, tuple[Admission, str]] = {}
 
     @staticmethod
-    def key(scope: Scope, target: Target, body: bytes, deciding: Headers) -> tuple[Any, ...] | None:
+    def key(scope: Scope, target: Target, body: bytes, deciding: Headers) -> Decided | None:
         """What admit() decides from (`deciding`: the headers it reads); None for a body too long to keep."""
         if len(body) > REMEMBERED_BODY:
             return None
-        return target, body, scope.get("query_string", b""), deciding
+        return Decided(target, body, scope.get("query_string", b""), deciding)
 
-    def get(self, key: tuple[Any, ...]) -> Admission | None:
-        """The remembered admission, while its caller is still the one its token's digest finds in memory."""
+    def get(self, key: Decided) -> Admission | None:
+        """The remembered admission, while its caller is still the one its token's digest finds in memory (read
+        again ahead of time for a busy token: see Refresher)."""
         found = self.admitted.get(key)
         if found is None or known.get(found[1]) is not found[0].caller or tallies.usage.due():
             return None
+        if known.due(found[1]):
+            refresher.ahead(found[1], key.headers)
         return found[0]
 
-    def keep(self, key: tuple[Any, ...], request: HttpRequest, admission: Admission) -> None:
+    def keep(self, key: Decided, request: HttpRequest, admission: Admission) -> None:
         """Remember an admission that let a client through; nothing else."""
         caller, token = admission.caller, bearer_token(request)
         if admission.refusal is not None or caller is None or caller.client_id is None:
@@ -205,11 +231,50 @@ class Remembered:
         self.admitted.clear()
 
 
+class Refresher:
+    """Reads a busy token's client again on the counting thread (kept_thread.py) shortly before its caller is
+    forgotten (REFRESH_BEFORE), at most once at a time per token, so its requests keep being answered from memory
+    (else those that found it forgotten each read the table on a thread and a connection of their own). The
+    staleness stays KNOWN_FOR: a token revoked elsewhere is refused as soon."""
+
+    def __init__(self) -> None:
+        self.forget()
+        os.register_at_fork(after_in_child=self.forget)
+
+    def forget(self) -> None:
+        """Nothing being read (in a child: the parent's loop and its tasks are not here)."""
+        self.reading: set[tuple[asyncio.AbstractEventLoop, str]] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def ahead(self, wanted: str, deciding: Headers) -> None:
+        """Start reading the client of token digest `wanted` again, unless that is under way."""
+        loop = asyncio.get_running_loop()
+        if (loop, wanted) in self.reading:
+            return
+        header = next((value for name, value in deciding if name == b"authorization"), None)
+        token = token_in(None if header is None else header.decode("latin-1"))
+        if not token:
+            return
+        self.reading.add((loop, wanted))
+        task = loop.create_task(self.read((loop, wanted), token))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def read(self, key: tuple[asyncio.AbstractEventLoop, str], token: str) -> None:
+        try:
+            await counting_thread.run(refresh, token)
+        except Exception:  # noqa: BLE001 - a table it cannot read now: the token is read as usual once forgotten
+            pass
+        finally:
+            self.reading.discard(key)
+
+
+refresher = Refresher()
 remembered = Remembered()
 setting_changed.connect(remembered.forget, dispatch_uid="segment_seq_service_remembered")
 
 
-async def admit_new(scope: Scope, body: bytes, target: Target, key: tuple[Any, ...] | None) -> Admission:
+async def admit_new(scope: Scope, body: bytes, target: Target, key: Decided | None) -> Admission:
     """The admission of a request the fast path does not remember: admit()'s, kept for next time under `key`."""
     request = ASGIRequest(scope, BytesIO(body))
     if not scope.get("query_string"):
@@ -221,9 +286,16 @@ async def admit_new(scope: Scope, body: bytes, target: Target, key: tuple[Any, .
 
 
 class UsageWriter:
-    """Writes the usage counts on the request's sync thread, after a response and ahead of time, one at a time."""
+    """Writes the usage counts on the usage thread (kept_thread.py), ahead of time, one write at a time, awaited by
+    no request: a client row another session holds delays the counts, not an answer (and no write costs a new
+    thread and connection)."""
 
     def __init__(self) -> None:
+        self.writing = False
+        os.register_at_fork(after_in_child=self.forget)
+
+    def forget(self) -> None:
+        """None being written (in a child: the parent's write is not its own)."""
         self.writing = False
 
     def due(self) -> bool:
@@ -235,23 +307,22 @@ class UsageWriter:
             and time.monotonic() - tally.flushed >= tallies.FLUSH_EVERY - USAGE_AHEAD
         )
 
-    async def write(self) -> None:
+    def start(self) -> None:
         self.writing = True
-        try:
-            await sync_to_async(self.flush, thread_sensitive=True)()
-        finally:
+        written = usage_thread.submit(tallies.usage.flush)  # which keeps the counts it could not write, and says so
+        if written is None:
             self.writing = False
+        else:
+            written.add_done_callback(self.written)
 
-    @staticmethod
-    def flush() -> None:
-        replace_failed_connections()
-        tallies.usage.flush()
+    def written(self, _written: Future[None]) -> None:
+        self.writing = False
 
 
 writer = UsageWriter()
 
 
-def fast_headers(scope: Scope) -> tuple[bool, int | None, Headers]:
+def fast_headers(scheme: str, server: tuple[Any, ...] | None, headers: Headers) -> tuple[bool, int | None, Headers]:
     """Whether the fast path may judge the caller, the body's length (None: unknown or too long), and the headers
     admit() decides from (Remembered's key), in one pass over the headers.
 
@@ -261,7 +332,7 @@ def fast_headers(scope: Scope) -> tuple[bool, int | None, Headers]:
     """
     authorized, cookie, length, deciding, hosts = False, False, 0, [], []
     secure_header = proxy_ssl_header()
-    for name, value in scope["headers"]:
+    for name, value in headers:
         if name in DECIDING_HEADERS:
             deciding.append((name, value))
             authorized = authorized or name == b"authorization"
@@ -273,10 +344,7 @@ def fast_headers(scope: Scope) -> tuple[bool, int | None, Headers]:
             length = int(value) if value.isdigit() and len(value) < 10 and length == 0 else -1
         elif name == b"transfer-encoding":
             length = -1
-    server = scope.get("server")
-    judged = (authorized or not cookie) and not refused_by_django(
-        scope.get("scheme", "http"), None if server is None else tuple(server), tuple(hosts)
-    )
+    judged = (authorized or not cookie) and not refused_by_django(scheme, server, tuple(hosts))
     return judged, length if 0 <= length <= BODY_LIMIT else None, tuple(deciding)
 
 
@@ -310,6 +378,7 @@ def forget_host_rules(**kwargs: Any) -> None:
     """Forget what was decided of hosts: a setting changed (ALLOWED_HOSTS, SECURE_SSL_REDIRECT, the proxy's header)."""
     refused_by_django.cache_clear()
     proxy_ssl_header.cache_clear()
+    routed.cache_clear()
 
 
 setting_changed.connect(forget_host_rules, dispatch_uid="segment_seq_service_fast_hosts")
@@ -343,16 +412,29 @@ def ours(scope: Scope) -> tuple[Target, Headers] | None:
     """The target of a request the fast path answers, and the headers admit() decides from; None: Django's to answer."""
     if scope["type"] != "http" or scope["method"] != "POST":
         return None
-    judged, length, deciding = fast_headers(scope)
+    server, headers = scope.get("server"), scope["headers"]
+    found = (scope.get("root_path", ""), scope["path"], scope.get("query_string", b""), scope.get("scheme", "http"))
+    try:
+        return routed(*found, None if server is None else tuple(server), tuple(headers))
+    except TypeError:  # headers as lists, which ASGI allows (any iterable of two byte strings)
+        return routed(*found, None if server is None else tuple(server), tuple(tuple(pair) for pair in headers))
+
+
+@lru_cache(maxsize=4096)
+def routed(
+    root_path: str, path: str, query: bytes, scheme: str, server: tuple[Any, ...] | None, headers: Headers
+) -> tuple[Target, Headers] | None:
+    """ours(), decided once per path, query and headers until a setting changes: a client sends the same ones
+    again and again, and reading them anew on each request cost more than looking them up."""
+    judged, length, deciding = fast_headers(scheme, server, headers)
     if not judged or length is None:
         return None
-    query = scope.get("query_string", b"")
     if query:
         try:
             query.decode()  # as ASGIRequest decodes it; Django answers a query it cannot
         except UnicodeDecodeError:
             return None
-    target = target_of(scope.get("root_path", ""), scope["path"])
+    target = target_of(root_path, path)
     return None if target is None else (target, deciding)
 
 
@@ -366,25 +448,45 @@ def in_front_of(django_application: ASGIApp) -> ASGIApp:
         body = await read_body(receive)
         if body is None:
             return None
-        # As Django's handler does: this request's sync work runs on a thread of its own, so a wait there (a row
-        # another session holds) holds up this request alone, not every request of the worker.
-        async with ThreadSensitiveContext() as context:
-            try:
-                await answer(scope, body, found, send)
-            finally:
-                if context in SyncToAsync.context_to_thread_executor:  # a thread served it: close its connections
-                    await sync_to_async(connections.close_all, thread_sensitive=True)()
+        target, deciding = found
+        key = remembered.key(scope, target, body, deciding)
+        admission = remembered.get(key) if key is not None else None
+        readmitted_now = None if admission is None else readmitted(admission)
+        quick = None if readmitted_now is None else exchange_at_once(target, readmitted_now, JsonAnswer)
+        if quick is not None:  # answered from memory: no thread, so no thread of its own to make ready
+            await send_answer(send, quick)
+        else:
+            # As Django's handler does: this request's sync work runs on a thread of its own, so a wait there (a
+            # row another session holds) holds up this request alone, not every request of the worker.
+            async with ThreadSensitiveContext() as context:
+                try:
+                    await answer(scope, body, target, key, admission, readmitted_now, send)
+                finally:
+                    if context in SyncToAsync.context_to_thread_executor:  # a thread served it: close its connections
+                        await sync_to_async(connections.close_all, thread_sensitive=True)()
+        if writer.due():
+            writer.start()
         return None
 
     return application
 
 
-async def answer(scope: Scope, body: bytes, found: tuple[Target, Headers], send: Send) -> None:
-    """Admit, answer and write the usage counts when due, for a request the fast path answers."""
-    target, deciding = found
-    key = remembered.key(scope, target, body, deciding)
-    admission = remembered.get(key) if key is not None else None
-    admitting = partial(admit_new, scope, body, target, key) if admission is None else partial(readmit, admission)
+async def answer(
+    scope: Scope,
+    body: bytes,
+    target: Target,
+    key: Decided | None,
+    admission: Admission | None,
+    readmitted_now: Admission | None,
+    send: Send,
+) -> None:
+    """Admit and answer a request the fast path answers but not from memory: one it does not remember, one whose
+    rate's lease must be taken first, or one whose numbers must be fetched (`readmitted_now`: counted already)."""
+    admitting: Admission | Callable[[], Awaitable[Admission]]
+    if readmitted_now is not None:
+        admitting = readmitted_now
+    elif admission is not None:
+        admitting = partial(readmit, admission)
+    else:
+        admitting = partial(admit_new, scope, body, target, key)
     await send_answer(send, await exchange(target, admitting, JsonAnswer))
-    if writer.due():
-        await writer.write()

@@ -1,91 +1,21 @@
-"""Who takes a client's next lease of its rate on the fast path (leases.py): on the process's one rate thread, ahead
-of its requests once the lease is down to half, or for a request that found it used up while the others wait."""
+"""Who takes a client's next lease of its rate on the fast path (leases.py): on the process's counting thread
+(kept_thread.py), ahead of its requests once the lease is down to half, or for a request that found it used up while
+the others wait."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import threading
-import time
-from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
-from functools import partial
-from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.core.exceptions import SynchronousOnlyOperation
-from django.db import connections
 from django.http import HttpResponse
 
 from django_segment_seq.conf import app_settings
 from django_segment_seq.service import throttle
 from django_segment_seq.service.admission import RateCount, rate_refusal
 from django_segment_seq.service.authentication import Caller
-from django_segment_seq.service.thread_connections import replace_failed_connections
-
-# Seconds the rate thread keeps its connections open unused: a busy client takes a lease every fraction of a
-# second on them; a quiet process holds none.
-IDLE_SECONDS = 1.0
-
-
-class RateThread:
-    """The process's one thread for the counts of rates, whose connections stay open between leases (those that
-    failed replaced, all closed once idle), so a lease costs one query, no new thread or connection."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.forget()
-        os.register_at_fork(after_in_child=self.forget)
-
-    def forget(self) -> None:
-        """No thread yet (in a child: the parent's does not exist here)."""
-        self.executor: ThreadPoolExecutor | None = None
-        self.closer: threading.Timer | None = None
-        self.last_used = 0.0
-
-    def run(self, function: Callable[..., Any], *args: Any) -> Awaitable[Any]:
-        """`function(*args)` on the rate thread, awaited on the loop."""
-        with self.lock:
-            if self.executor is None:
-                self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="segment-seq-rates")
-            executor = self.executor
-        return sync_to_async(partial(self.job, function), thread_sensitive=False, executor=executor)(*args)
-
-    def job(self, function: Callable[..., Any], *args: Any) -> Any:
-        replace_failed_connections()
-        try:
-            return function(*args)
-        finally:
-            self.last_used = time.monotonic()
-            self.close_later()
-
-    def close_later(self) -> None:
-        with self.lock:
-            if self.closer is None:
-                self.closer = threading.Timer(IDLE_SECONDS, self.close_if_idle)
-                self.closer.daemon = True
-                self.closer.start()
-
-    def close_if_idle(self) -> None:
-        """Close the rate thread's connections (on it: they are its own) once unused for IDLE_SECONDS."""
-        with self.lock:
-            self.closer = None
-            executor = self.executor
-        if executor is None:
-            return
-        if time.monotonic() - self.last_used < IDLE_SECONDS:
-            self.close_later()
-            return
-        with contextlib.suppress(RuntimeError):  # shut down at the interpreter's exit
-            executor.submit(connections.close_all)
-
-    def close(self) -> None:
-        """Close the rate thread's connections now (before a test database is dropped)."""
-        with self.lock:
-            executor = self.executor
-        if executor is not None:
-            executor.submit(connections.close_all).result(timeout=30)
+from django_segment_seq.service.kept_thread import counting_thread
+from django_segment_seq.service.tokens import Rate
 
 
 class LeaseTakers:
@@ -93,7 +23,6 @@ class LeaseTakers:
     meanwhile wait for it on the loop, so no request in flight waits for more than one lease."""
 
     def __init__(self) -> None:
-        self.thread = RateThread()
         self.forget()
         os.register_at_fork(after_in_child=self.forget)
 
@@ -116,7 +45,7 @@ class LeaseTakers:
             mine = loop.create_future()
             self.taking[key] = mine
             try:
-                counting = asyncio.ensure_future(self.thread.run(rate_refusal, caller, RateCount()))
+                counting = asyncio.ensure_future(counting_thread.run(rate_refusal, caller, RateCount()))
                 refusal: HttpResponse | None = await asyncio.wait_for(asyncio.shield(counting), deadline - loop.time())
                 return refusal
             finally:
@@ -130,21 +59,28 @@ class LeaseTakers:
             return None
 
     def ahead(self, caller: Caller) -> None:
-        """Start taking the caller's next lease when its lease is down to half and no one is taking one."""
+        """Start taking the caller's next lease when its lease is down to half, or its lease of the next window when
+        the current one is about to end, unless one is being taken."""
         assert caller.rate is not None
+        coming = None
+        if not throttle.lease_runs_low(caller.rate_key):
+            coming = throttle.next_window_due(caller.rate_key, caller.rate)
+            if coming is None:
+                return
         loop = asyncio.get_running_loop()
         key = (loop, caller.rate_key)
-        if key in self.taking or not throttle.lease_runs_low(caller.rate_key, caller.rate):
+        if key in self.taking:
             return
         self.taking[key] = loop.create_future()
-        task = loop.create_task(self.take_ahead(key, caller))
+        task = loop.create_task(self.take_ahead(key, caller.rate_key, caller.rate, coming))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
-    async def take_ahead(self, key: tuple[asyncio.AbstractEventLoop, str], caller: Caller) -> None:
-        assert caller.rate is not None
+    async def take_ahead(
+        self, key: tuple[asyncio.AbstractEventLoop, str], rate_key: str, rate: Rate, coming: int | None
+    ) -> None:
         try:
-            await self.thread.run(throttle.lease_ahead, caller.rate_key, caller.rate)
+            await counting_thread.run(throttle.lease_ahead, rate_key, rate, coming)
         finally:
             self.taking.pop(key).set_result(None)
 

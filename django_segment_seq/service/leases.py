@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from operator import length_hint
 
 # A lease lasts about this long at the rate the process serves its client.
 LEASE_SECONDS = 0.1
@@ -26,14 +25,20 @@ LEASE_MOST = 1024
 LEASES_KEPT = 10_000
 
 
+# A rate's window: its length in seconds and its number since the epoch (a lease of another length is another count).
+Window = tuple[int, int]
+
+
 @dataclass
 class Lease:
-    """What is left of the lease of one client in one window (one ticket a request), and how fast it was used."""
+    """What is left of the lease of one client in one window, and how fast it was used. Its tickets count down, one
+    a request: each says how many are left after it."""
 
-    window: str
+    window: Window
     tickets: Iterator[int]
     size: int
     taken_at: float
+    running_low: bool = False
 
 
 class Leases:
@@ -43,16 +48,26 @@ class Leases:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.held: dict[str, Lease] = {}
+        # The leases of the window after the current one, taken before it began (see coming_due()).
+        self.coming: dict[str, Lease] = {}
+        # The clients whose lease is down to half, so their next is best taken now, ahead of use.
+        self.low: set[str] = set()
 
-    def take(self, key: str, window: str) -> bool:
+    def take(self, key: str, window: Window) -> bool:
         """Admit one request of `key` in `window` from its lease; False when there is none left to take."""
         lease = self.held.get(key)
-        return lease is not None and lease.window == window and next(lease.tickets, None) is not None
-
-    def running_low(self, key: str, window: str) -> bool:
-        """Whether `key`'s lease in `window` is down to half of it, so the next is best taken now, ahead of use."""
-        lease = self.held.get(key)
-        return lease is not None and lease.window == window and 2 * length_hint(lease.tickets) <= lease.size
+        if lease is None or lease.window != window:
+            lease = self.coming.get(key)
+            if lease is None or lease.window != window:
+                return False
+            self.held[key] = lease  # its window has begun
+        left = next(lease.tickets, None)
+        if left is None:
+            return False
+        if 2 * left <= lease.size and not lease.running_low:  # once a lease: the next is taken ahead once
+            lease.running_low = True
+            self.low.add(key)
+        return True
 
     def size(self, key: str, limit: int) -> int:
         """How many requests of `key` to reserve next: 1 for a client not seen lately, then what it used up."""
@@ -67,22 +82,39 @@ class Leases:
             return max(1, min(most, lease.size // 2))
         return min(most, lease.size)
 
-    def add(self, key: str, window: str, reserved: int, used: int) -> None:
+    def add(self, key: str, window: Window, reserved: int, used: int) -> None:
         """Keep what is left of `reserved` requests counted in `window`'s shared count, `used` of them used now, with
         what is left of the lease before it in the same window (drained from it here: each ticket is taken once)."""
         with self.lock:
             if len(self.held) >= LEASES_KEPT and key not in self.held:
                 self.held.clear()
+                self.coming.clear()
+                self.low.clear()
             lease = self.held.get(key)
             left = reserved - used
             if lease is not None and lease.window == window:
                 left += sum(1 for _ in lease.tickets)
-            self.held[key] = Lease(window, iter(range(left)), reserved, time.monotonic())
+            self.held[key] = Lease(window, iter(range(left - 1, -1, -1)), reserved, time.monotonic())
+            self.low.discard(key)
+
+    def add_coming(self, key: str, window: Window, reserved: int) -> None:
+        """Keep `reserved` requests counted in the shared count of `window`, which has not begun yet."""
+        with self.lock:
+            if len(self.coming) >= LEASES_KEPT and key not in self.coming:
+                self.coming.clear()
+            self.coming[key] = Lease(window, iter(range(reserved - 1, -1, -1)), reserved, time.monotonic())
+
+    def has_coming(self, key: str, window: Window) -> bool:
+        """Whether `key`'s lease for `window` (not begun yet) is taken."""
+        lease = self.coming.get(key)
+        return lease is not None and lease.window == window
 
     def clear(self) -> None:
         """Forget every lease (its tickets stay counted in the shared count, unused)."""
         self.lock = threading.Lock()  # in a fork child, the parent's may be held by a thread that is not there
         self.held = {}
+        self.coming = {}
+        self.low = set()
 
 
 leases = Leases()

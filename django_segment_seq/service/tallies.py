@@ -7,9 +7,11 @@ import threading
 import time
 from dataclasses import dataclass
 
+from django.db import DatabaseError, connections, router
 from django.db.models import F
 from django.utils import timezone
 
+from django_segment_seq.db.bounded import bounded_when_used, own_savepoint
 from django_segment_seq.service.models import Client
 from django_segment_seq.service.outages import Outage
 
@@ -42,26 +44,45 @@ class Usage:
         return bool(self.tallies) and time.monotonic() - self.flushed >= FLUSH_EVERY
 
     def flush(self) -> None:
-        """Write the counts (sync code only); a failure keeps them for the next write."""
+        """Write the counts (sync code only); a failure keeps them for the next write.
+
+        Each lock wait is bounded by LOCK_TIMEOUT (a client's row held by another session fails its write, not the
+        request that made the write due), and inside a caller's transaction each write is a savepoint of its own.
+        """
         with self.lock:
-            tallies, self.tallies = self.tallies, {}
+            unwritten, self.tallies = self.tallies, {}
             self.flushed = time.monotonic()
         now = timezone.now()
-        for client_id, tally in tallies.items():
-            try:
-                Client.objects.filter(pk=client_id).update(
-                    requests=F("requests") + tally.requests, numbers=F("numbers") + tally.numbers, last_used_at=now
-                )
-            except Exception as exc:  # noqa: BLE001 - a database that does not answer: kept, logged once an outage
-                writes.failed(f"client {client_id}", exc)
-                with self.lock:
-                    kept = self.tallies.setdefault(client_id, Tally())
-                    kept.requests += tally.requests
-                    kept.numbers += tally.numbers
-            else:
-                failures = writes.ended()
-                if failures is not None:
-                    logger.warning("ID service: the usage counts are written again, after %d failed writes", failures)
+        try:
+            connection = connections[router.db_for_write(Client)]
+            with bounded_when_used([connection.alias]):
+                for client_id, tally in list(unwritten.items()):
+                    try:
+                        with own_savepoint(connection):
+                            Client.objects.filter(pk=client_id).update(
+                                requests=F("requests") + tally.requests,
+                                numbers=F("numbers") + tally.numbers,
+                                last_used_at=now,
+                            )
+                    except DatabaseError as exc:  # a row held past LOCK_TIMEOUT: kept, the others written
+                        writes.failed(f"client {client_id}", exc)
+                    else:
+                        del unwritten[client_id]
+        except Exception as exc:  # noqa: BLE001 - a database that does not answer: kept, logged once an outage
+            writes.failed(f"{len(unwritten)} clients' counts", exc)
+        for client_id, tally in unwritten.items():
+            self.keep(client_id, tally)
+        if not unwritten:
+            failures = writes.ended()
+            if failures is not None:
+                logger.warning("ID service: the usage counts are written again, after %d failed writes", failures)
+
+    def keep(self, client_id: int, tally: Tally) -> None:
+        """Add counts not written back to those noted since, for the next write."""
+        with self.lock:
+            kept = self.tallies.setdefault(client_id, Tally())
+            kept.requests += tally.requests
+            kept.numbers += tally.numbers
 
 
 usage = Usage()

@@ -23,10 +23,11 @@ from django.core.cache.backends.filebased import FileBasedCache
 from django.core.cache.backends.locmem import LocMemCache
 from django.core.exceptions import SynchronousOnlyOperation
 from django.core.signals import setting_changed
-from django.db import IntegrityError, router, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F, QuerySet
 
-from django_segment_seq.service.leases import leases
+from django_segment_seq.db.bounded import bounded_when_used, own_savepoint
+from django_segment_seq.service.leases import Window, leases
 from django_segment_seq.service.models import RateWindow
 from django_segment_seq.service.outages import Outage
 from django_segment_seq.service.tokens import Rate
@@ -36,9 +37,25 @@ CACHE_ALIAS = "default"
 counting = Outage("rates cannot be counted; requests are let through")
 
 
+# The windows a request is counted in at most: its own, and the next when its own ended while it was counted.
+WINDOWS_TRIED = 2
+# A busy client's lease of the next window is taken this long before the window begins, so its first requests find
+# it in memory rather than all wait for it at once.
+NEXT_WINDOW_AHEAD = 0.1
+
+
 def window_key(key: str, rate: Rate, now: float) -> tuple[str, int]:
     window = int(now // rate.seconds)
-    return f"segment_seq:rate:{key}:{rate.seconds}:{window}", window
+    return window_name(key, rate, window), window
+
+
+def window_name(key: str, rate: Rate, window: int) -> str:
+    return f"segment_seq:rate:{key}:{rate.seconds}:{window}"
+
+
+def lease_window(rate: Rate, now: float) -> Window:
+    """The window a lease of `rate` is for at `now` (what window_key() names, without making its name)."""
+    return rate.seconds, int(now // rate.seconds)
 
 
 def culls(cache: BaseCache) -> bool:
@@ -79,18 +96,25 @@ def retry_after(key: str, rate: Rate, *, ahead: bool = False) -> int | None:
     A fixed window: the count of the current window lives under a key of its own. With `ahead` (a client's
     rate) requests are counted a lease at a time. A cache or database that fails lets the request through (and
     logs one warning per outage).
+
+    A window found full after it ended is not this request's to be refused by: a count that took long (a loaded
+    machine, a row lock) may meet its window's row deleted as ended, or full; the request is counted again in the
+    window it is in now.
     """
-    now = time.time()
-    name, window = window_key(key, rate, now)
-    if ahead and leases.take(key, name):
-        return None
-    granted = reserved(name, window, rate, leases.size(key, rate.limit) if ahead else 1)
-    if granted is None:
-        return None
-    if granted:
-        if ahead:
-            leases.add(key, name, granted, 1)
-        return None
+    for _attempt in range(WINDOWS_TRIED):
+        now = time.time()
+        name, window = window_key(key, rate, now)
+        if ahead and leases.take(key, (rate.seconds, window)):
+            return None
+        granted = reserved(name, window, rate, leases.size(key, rate.limit) if ahead else 1)
+        if granted is None:
+            return None
+        if granted:
+            if ahead:
+                leases.add(key, (rate.seconds, window), granted, 1)
+            return None
+        if time.time() < (window + 1) * rate.seconds:
+            break  # full, and still the current window
     return max(1, math.ceil((window + 1) * rate.seconds - now))
 
 
@@ -112,24 +136,41 @@ def reserved(name: str, window: int, rate: Rate, size: int) -> int | None:
 def retry_after_in_memory(key: str, rate: Rate) -> int | None:
     """retry_after(ahead=True) where nothing but memory may be reached (the event loop): SynchronousOnlyOperation,
     without counting, when the request's lease is used up and a new one is not in this process's memory."""
-    if leases.take(key, window_key(key, rate, time.time())[0]):
+    if leases.take(key, lease_window(rate, time.time())):
         return None
     if kept_in() is Kept.MEMORY:
         return retry_after(key, rate, ahead=True)
     raise SynchronousOnlyOperation("the rate's lease is used up: the next is taken from the cache or the database")
 
 
-def lease_runs_low(key: str, rate: Rate) -> bool:
-    """Whether `key`'s lease in the current window is down to half, so the next is best taken ahead of use."""
-    return kept_in() is not Kept.MEMORY and leases.running_low(key, window_key(key, rate, time.time())[0])
+def lease_runs_low(key: str) -> bool:
+    """Whether `key`'s lease is down to half, so the next is best taken ahead of use (in the cache or the database:
+    one kept in memory is taken at once, when used up)."""
+    return key in leases.low and kept_in() is not Kept.MEMORY
 
 
-def lease_ahead(key: str, rate: Rate) -> None:
-    """Take `key`'s next lease before its requests find the current one used up (sync: the cache or the database)."""
-    name, window = window_key(key, rate, time.time())
-    granted = reserved(name, window, rate, leases.size(key, rate.limit))
+def lease_ahead(key: str, rate: Rate, coming: int | None = None) -> None:
+    """Take `key`'s next lease before its requests need it (sync: the cache or the database): of the current window,
+    once its lease runs low, or of window `coming`, which has not begun yet (counted in that window's own count)."""
+    window = int(time.time() // rate.seconds) if coming is None else coming
+    granted = reserved(window_name(key, rate, window), window, rate, leases.size(key, rate.limit))
+    if coming is not None:
+        if granted:
+            leases.add_coming(key, (rate.seconds, window), granted)
+        return
+    leases.low.discard(key)  # tried once for this lease, whatever the count said
     if granted:
-        leases.add(key, name, granted, 0)
+        leases.add(key, (rate.seconds, window), granted, 0)
+
+
+def next_window_due(key: str, rate: Rate) -> int | None:
+    """The next window, when the current one ends within NEXT_WINDOW_AHEAD and `key`'s lease of the next is not
+    taken yet (in the cache or the database: one kept in memory is taken at once, when needed); else None."""
+    now, seconds = time.time(), rate.seconds
+    if seconds - now % seconds > NEXT_WINDOW_AHEAD or kept_in() is Kept.MEMORY:
+        return None
+    window = int(now // seconds) + 1
+    return None if leases.has_coming(key, (seconds, window)) else window
 
 
 def ended() -> None:
@@ -153,9 +194,18 @@ def counted(cache: BaseCache, name: str, rate: Rate, size: int = 1) -> int:
 def counted_in_database(name: str, limit: int, ends_at: float, size: int = 1) -> int:
     """Count `size` more in window `name`'s row, or one when fewer are left; how many were counted (0: none left).
 
-    The first request of a window makes its row (and deletes the rows of windows that have ended); one that
-    meets the row made meanwhile by another counts there.
+    Every lock wait is bounded by LOCK_TIMEOUT (a row another session holds fails the count, and the request goes
+    through), and inside a caller's transaction the count is a savepoint of its own, so its failure leaves that
+    transaction whole.
     """
+    connection = connections[router.db_for_write(RateWindow)]
+    with bounded_when_used([connection.alias]), own_savepoint(connection):
+        return counted_in_rows(name, limit, ends_at, size)
+
+
+def counted_in_rows(name: str, limit: int, ends_at: float, size: int) -> int:
+    """counted_in_database() within its bounds. The first request of a window makes its row (and deletes the rows
+    of windows that have ended); one that meets the row made meanwhile by another counts there."""
     rows = RateWindow.objects.filter(key=name)
     granted = raised(rows, limit, size)
     if granted:

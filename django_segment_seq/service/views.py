@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from django_segment_seq.conf import app_settings
+from django_segment_seq.db.bounded import bounded_when_used
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.service import answers
@@ -52,7 +53,8 @@ def check_database() -> HttpResponse:
     """200 when the sequence table answers a read now, else 503 with Retry-After."""
     alias = sequence_database()
     try:
-        list(Sequence.objects.using(alias).values_list("pk")[:1])
+        with bounded_when_used([alias]):  # a table held by another session: 503 within LOCK_TIMEOUT
+            list(Sequence.objects.using(alias).values_list("pk")[:1])
     except Exception as exc:  # noqa: BLE001 - any failure means numbers cannot be handed out now
         logger.warning("ID service health: database %r does not answer: %s", alias, exc)
         return answers.later(503, "unavailable", f"Database {alias!r} does not answer.", RETRY_SECONDS)

@@ -2,20 +2,19 @@
 lease, not one per request, on Django's views and the fast path alike, and no lease ever admits past the limit."""
 
 import os
-import threading
-import time
 import uuid
 from io import StringIO
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
-from django.db import connections, transaction
 
 from django_segment_seq.service import leases as leases_module
 from django_segment_seq.service import throttle
 from django_segment_seq.service.leases import LEASE_MOST, Leases
 from django_segment_seq.service.models import RateWindow
 from django_segment_seq.service.tokens import Rate
+from tests.service.test_lock_bounds import rows_held, timed_answers
 from tests.service.test_trust import PATHS, add_client, admitted_by_threads, post
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -69,7 +68,7 @@ def test_a_busy_client_raises_the_shared_count_once_per_lease(prefix, rate_cache
 def test_a_rarely_seen_client_is_counted_one_request_at_a_time():
     held = Leases()
     assert held.size("rare", 100_000) == 1  # not seen before
-    held.add("rare", "w1", 1, 1)
+    held.add("rare", (3600, 1), 1, 1)
     held.held["rare"].taken_at -= 1  # its last lease taken a second ago: it comes less often than LEASE_SECONDS
     assert held.size("rare", 100_000) == 1
 
@@ -80,16 +79,30 @@ def test_a_lease_grows_while_used_up_fast_and_stays_within_a_share_of_the_limit(
     for _ in range(14):
         size = held.size("busy", 1_000_000)
         sizes.append(size)
-        held.add("busy", "w1", size, size)  # used up at once
+        held.add("busy", (3600, 1), size, size)  # used up at once
     assert sizes[:4] == [1, 2, 4, 8] and max(sizes) == LEASE_MOST == sizes[-1]
     assert Leases().size("small", 150) == 1 and held.size("busy", 150) == 1  # at most 1/100 of the limit
 
 
 def test_a_lease_of_an_ended_window_admits_nothing():
     held = Leases()
-    held.add("client", "window-1", 10, 1)
-    assert held.take("client", "window-1")
-    assert not held.take("client", "window-2")
+    held.add("client", (3600, 1), 10, 1)
+    assert held.take("client", (3600, 1))
+    assert not held.take("client", (3600, 2))
+    assert not held.take("client", (60, 1))  # the same number of a window of another length
+
+
+def test_a_lease_says_once_that_it_runs_low():
+    held = Leases()
+    held.add("client", (3600, 1), 10, 0)
+    flags = []
+    for _ in range(10):
+        assert held.take("client", (3600, 1))
+        flags.append("client" in held.low)
+        held.low.discard("client")  # the next lease tried, as lease_ahead() does
+    # Down to half at the fifth request: the next lease is taken ahead once, not again by each request after it.
+    assert flags == [False] * 4 + [True] + [False] * 5
+    assert not held.take("client", (3600, 1))
 
 
 def test_leases_never_admit_past_the_limit_under_concurrency(rate_cache):
@@ -101,12 +114,12 @@ def test_leases_never_admit_past_the_limit_under_concurrency(rate_cache):
 
 
 def test_leases_are_forgotten_with_the_cache_they_were_counted_in(settings):
-    leases_module.leases.add("forgotten", "w", 5, 1)
+    leases_module.leases.add("forgotten", (3600, 1), 5, 1)
     settings.CACHES = {"default": CACHES["memory"]}
-    assert not leases_module.leases.take("forgotten", "w")
+    assert not leases_module.leases.take("forgotten", (3600, 1))
 
 
-@pytest.mark.parametrize("prefix", ["fast"])
+@pytest.mark.parametrize("prefix", ["/ids/", "/aids/", "fast"])
 def test_a_held_rate_window_delays_a_request_at_most_the_lock_timeout(prefix, rate_cache, settings, backend):
     """A session holding the window's row: the fast path's requests waited for its lock as long as it lasted, each
     behind the one before on the rate's thread; now each goes through (as when the cache fails) within LOCK_TIMEOUT."""
@@ -115,28 +128,8 @@ def test_a_held_rate_window_delays_a_request_at_most_the_lock_timeout(prefix, ra
     settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "LOCK_TIMEOUT": 0.5}
     token = add_client("held", "order*", "--rate", "100000/h")
     assert post(prefix, "order/next", token).status_code == 200  # the window's row made, its lease of one used
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                list(RateWindow.objects.select_for_update())
-                holding.set()
-                release.wait(30)
-        finally:
-            connections.close_all()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert holding.wait(10)
-        answers = []
-        for _ in range(3):
-            started = time.monotonic()
-            answers.append((post(prefix, "order/next", token).status_code, time.monotonic() - started))
-    finally:
-        release.set()
-        holder.join(30)
+    with rows_held(RateWindow):
+        answers = timed_answers(prefix, token)
     assert [status for status, _ in answers] == [200, 200, 200]
     assert all(took < 0.5 + 1.0 for _, took in answers), answers
 
@@ -144,16 +137,63 @@ def test_a_held_rate_window_delays_a_request_at_most_the_lock_timeout(prefix, ra
 def test_a_fork_child_does_not_use_its_parents_lease(tmp_path):
     """The parent's tickets were counted once, for the parent: a child that took them too would admit them twice."""
     held = leases_module.leases
-    held.add("forked", "w", 10, 0)
+    held.add("forked", (3600, 1), 10, 0)
     pid = os.fork()
     if pid == 0:  # child: report whether it could take a ticket, then leave without the parent's cleanup
         code = 1
         try:
-            (tmp_path / "child.txt").write_text(str(held.take("forked", "w")))
+            (tmp_path / "child.txt").write_text(str(held.take("forked", (3600, 1))))
             code = 0
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert (tmp_path / "child.txt").read_text() == "False"
-    assert sum(held.take("forked", "w") for _ in range(12)) == 10  # the parent's ten, each once
+    assert sum(held.take("forked", (3600, 1)) for _ in range(12)) == 10  # the parent's ten, each once
+
+
+def test_the_next_windows_lease_is_taken_before_the_window_begins(rate_cache, monkeypatch):
+    """Each request of a busy client at the start of a window found no lease for it and waited for one, all at once
+    (on the fast path, every request in flight, once a window); the next window's lease is now taken in the last
+    NEXT_WINDOW_AHEAD of the current one, counted in the next window's own count."""
+    key, rate, now = f"boundary-{uuid.uuid4().hex}", Rate(100_000, 60), [60 * 1000 + 30.0]
+    monkeypatch.setattr(throttle, "time", SimpleNamespace(time=lambda: now[0]))
+    assert throttle.retry_after(key, rate, ahead=True) is None  # counted in window 1000
+    assert throttle.next_window_due(key, rate) is None  # 30 s before its end
+    now[0] = 60 * 1001 - throttle.NEXT_WINDOW_AHEAD / 2
+    if throttle.kept_in() is throttle.Kept.MEMORY:
+        assert throttle.next_window_due(key, rate) is None  # counted on the loop when needed: nothing to wait for
+        return
+    assert throttle.next_window_due(key, rate) == 1001
+    throttle.lease_ahead(key, rate, coming=1001)
+    assert throttle.next_window_due(key, rate) is None  # taken once
+    raised = len(rate_cache)
+    now[0] = 60 * 1001 + 0.01
+    assert throttle.retry_after_in_memory(key, rate) is None  # the window began: admitted from its lease, in memory
+    assert len(rate_cache) == raised
+    assert sum(rate_cache) <= 2 * 100_000
+
+
+@pytest.mark.parametrize("ahead", [False, True], ids=["one", "lease"])
+def test_a_request_whose_window_ended_while_it_was_counted_is_counted_in_the_next(rate_cache, monkeypatch, ahead):
+    """A count that took long met its window's row deleted as ended by another process (the database and file
+    caches), or full: the request was refused with a 429 for a window already over (seen once in a smoke run of a
+    `1000000/s` client at 3,400 requests a second). It is now counted in the window it is in."""
+    key, rate, now = f"late-{uuid.uuid4().hex}", Rate(1_000_000, 1), [1000.99]
+    monkeypatch.setattr(throttle, "time", SimpleNamespace(time=lambda: now[0]))
+    reserve = throttle.reserved
+    windows = []
+
+    def late(name, window, rate, size):
+        windows.append(window)
+        if window == 1000:  # its row gone by the time the count reached it, the window over
+            now[0] = 1001.2
+            return 0
+        return reserve(name, window, rate, size)
+
+    monkeypatch.setattr(throttle, "reserved", late)
+    assert throttle.retry_after(key, rate, ahead=ahead) is None
+    assert windows == [1000, 1001]
+    monkeypatch.setattr(throttle, "reserved", lambda *args: 0)  # a window that is full and not over: refused
+    now[0] = 1001.5
+    assert throttle.retry_after(f"full-{key}", rate, ahead=ahead) == 1

@@ -8,6 +8,7 @@ import os
 import re
 import socket
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from io import StringIO
@@ -172,6 +173,7 @@ def test_rotation_keeps_the_old_token_for_its_grace_only(prefix):
     assert post(prefix, "order/next", newest).status_code == 200
 
 
+@pytest.mark.usefixtures("minute_with_room")
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_a_revoked_clients_failures_do_not_lock_out_the_valid_clients_on_its_address(prefix, settings):
     from django.db import connection
@@ -268,6 +270,7 @@ def test_a_count_the_document_allows_above_the_clients_is_a_declared_refusal_not
         assert "count_limit" in declared
 
 
+@pytest.mark.usefixtures("minute_with_room")
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_429_past_the_rate_with_retry_after(prefix):
     token = add_client("limited", "--rate", "3/m")
@@ -277,6 +280,7 @@ def test_429_past_the_rate_with_retry_after(prefix):
     assert 1 <= int(response["Retry-After"]) <= 60 and response.json()["retry_after"] == int(response["Retry-After"])
 
 
+@pytest.mark.usefixtures("minute_with_room")
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_a_request_for_a_new_name_is_counted_once_against_the_rate(prefix):
     # The second request on: the caller is known, so the fast path starts admit() on the loop, where the row's
@@ -286,6 +290,7 @@ def test_a_request_for_a_new_name_is_counted_once_against_the_rate(prefix):
     assert statuses == [200, 200, 200, 200, 429]
 
 
+@pytest.mark.usefixtures("minute_with_room")
 @pytest.mark.parametrize("prefix", PREFIXES)
 def test_a_rate_holds_for_requests_answered_from_a_remembered_admission(prefix):
     token = add_client("repeating", "--rate", "5/m")
@@ -425,11 +430,13 @@ def test_health(prefix):
 @pytest.mark.parametrize("prefix", PATHS)
 def test_usage_is_counted_and_listed(prefix, monkeypatch):
     from django_segment_seq.service import tallies
+    from django_segment_seq.service.kept_thread import usage_thread
 
     monkeypatch.setattr(tallies, "FLUSH_EVERY", 0)
     token = add_client()
     post(prefix, "order/next", token, {"count": 7})
     post(prefix, "order/next", token, {"count": 3})
+    usage_thread.wait()  # the fast path's writes, made after its answers
     tallies.usage.flush()
     client = Client.objects.get(name="shop")
     assert (client.requests, client.numbers) == (2, 10) and client.last_used_at is not None
@@ -464,15 +471,19 @@ def database_down() -> Iterator[None]:
 @pytest.mark.parametrize("prefix", PATHS)
 def test_an_outage_of_the_usage_writes_is_one_warning_line_without_a_traceback(prefix, monkeypatch, caplog):
     from django_segment_seq.service import tallies
+    from django_segment_seq.service.kept_thread import usage_thread
 
     monkeypatch.setattr(tallies, "FLUSH_EVERY", 0)  # a write after (or before) every request
     token = add_client()
     assert post(prefix, "order/next", token).status_code == 200  # the token known, the range cached
+    usage_thread.wait()  # the fast path's writes, made after its answers
     tallies.usage.flush()
     caplog.set_level(logging.DEBUG, logger="django_segment_seq.service")
     with database_down():
+        usage_thread.close()  # its connection too: its next write opens one, which fails
         for _ in range(4):  # served from memory (the known token, the cached range); each write fails
             assert post(prefix, "order/next", token).status_code == 200
+            usage_thread.wait()
             tallies.usage.flush()
     warnings = [record for record in caplog.records if record.levelno >= logging.WARNING]
     assert len(warnings) == 1, [record.getMessage() for record in warnings]  # before: one with a traceback per write
@@ -504,7 +515,6 @@ def test_each_block_is_logged_with_client_and_range(prefix, caplog):
 
 @pytest.mark.parametrize("prefix", PATHS)
 def test_401_takes_the_same_time_whatever_part_of_the_token_is_right(prefix):
-    import time
 
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
