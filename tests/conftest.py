@@ -42,14 +42,15 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def _close_private_connections(django_db_setup, django_db_blocker):
-    """The allocator's own connections, and the fast path's rate thread's, must be closed before the test database is
+    """The allocator's own connections, and the fast path's kept threads', must be closed before the test database is
     dropped."""
     yield
     pool.close_all()
     if "django_segment_seq.service" in settings.INSTALLED_APPS:
-        from django_segment_seq.service.lease_takers import leases
+        from django_segment_seq.service.kept_thread import counting_thread, usage_thread
 
-        leases.thread.close()
+        counting_thread.close()
+        usage_thread.close()
 
 
 @pytest.fixture(autouse=True)
@@ -210,6 +211,15 @@ def clock(monkeypatch) -> Clock:
     fake = Clock().set("2026-11-22 12:00:00")
     monkeypatch.setattr(formatting, "now", fake)
     return fake
+
+
+@pytest.fixture
+def minute_with_room() -> int:
+    """For a test that counts a per-minute rate exactly: it starts with 3 s or more left in the minute's window
+    (which its requests, a few milliseconds each, stay in); the window's number."""
+    from tests.support.windows import room_in_window
+
+    return room_in_window(60, 3)
 
 
 @pytest.fixture

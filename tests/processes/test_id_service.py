@@ -24,10 +24,13 @@ from django_segment_seq.service.remote import RemoteError, RemoteSequence, Remot
 from django_segment_seq.service.tokens import digest, new_token, shown_part
 from tests.conftest import assert_unique, worker_env
 from tests.support.id_service import LiveServer, call, load, raw
+from tests.support.windows import room_in_window, window_of
 
 pytestmark = [pytest.mark.processes, pytest.mark.django_db(transaction=True)]
 KINDS = ["gunicorn", "uvicorn", "fast"]
 CONTRACT_MAX_COUNT = 1000
+# Seconds left in a rate's window at least before a test's requests counted in it exactly (three calls to a server).
+ROOM = 10
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +131,9 @@ def test_security_answers(servers, kind):
     assert status == 403 and json.loads(body)["error"] == "count_limit"
     status, _, body = call(url + name + "/next", {"count": CONTRACT_MAX_COUNT + 1}, token)  # beyond it
     assert status == 400 and json.loads(body)["field"] == "count"
+    window = room_in_window(60, ROOM)  # the three in one minute's window, as the service counts it
     statuses = [call(url + name + "/next", None, limited) for _ in range(3)]
+    assert window_of(60) == window, f"three requests took more than {ROOM} s"
     assert [status for status, _, _ in statuses] == [200, 200, 429]
     assert 1 <= int(statuses[-1][1]["Retry-After"]) <= 60
     status, headers, body = call(url + name + "/next", None, token, method="GET")
@@ -381,14 +386,18 @@ def concurrent_statuses(url: str, token: str, threads: int, each: int) -> dict[i
 def test_refusals_are_limited_too(servers, kind, source):
     port = servers[kind].port
     prober = make_client("prober", "order*", rate="5/h")
+    hour = room_in_window(3600, ROOM)
     forbidden = [
         raw(port, "POST", "/ids/invoice/next", {"Authorization": f"Bearer {prober}"}, b"")[0] for _ in range(7)
     ]
+    assert window_of(3600) == hour, f"seven requests took more than {ROOM} s"
     assert forbidden == [403] * 5 + [429] * 2
+    minute = room_in_window(60, ROOM)  # 32 guesses straddling a minute's end are counted in two windows: all 401
     guesses = [
         raw(port, "POST", "/ids/order/next", {"Authorization": "Bearer ssq_" + "G" * 43}, b"", source)
         for _ in range(32)
     ]
+    assert window_of(60) == minute, f"32 requests took more than {ROOM} s"
     assert [status for status, _ in guesses] == [401] * 30 + [429] * 2  # SERVICE_AUTH_FAILURE_RATE's 30/m
     assert json.loads(guesses[-1][1])["error"] == "rate_limited"
 

@@ -26,6 +26,7 @@ from django_segment_seq.service import rows
 from django_segment_seq.service.models import Client
 from tests.conftest import assert_unique
 from tests.support.fast_client import FastClient
+from tests.support.windows import room_in_window, window_of
 from tests.testapp.models import Company, CompanyOrder, DailyOrder, GaplessInvoice
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -211,6 +212,7 @@ def test_the_processes_memory_per_name_is_bounded(settings):
         assert_unique([number for name, number in taken if name == index], 4)
 
 
+@pytest.mark.usefixtures("minute_with_room")
 def test_session_users_have_a_rate(settings):
     settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "SERVICE_USER_RATE": "3/m"}
     user = User.objects.create_user("clerk", password="pw")
@@ -306,12 +308,14 @@ def test_the_command_refuses_a_name_outside_the_grammar():
 # 4. Refusals count: a 403 against the rate; failed authentications per address, refused from the cache alone
 
 
+@pytest.mark.usefixtures("minute_with_room")
 def test_403s_count_against_the_rate():
     token = add_client("probe", "order*", "--rate", "3/m")
     statuses = [post("/ids/", "invoice/next", token).status_code for _ in range(5)]
     assert statuses == [403, 403, 403, 429, 429]
 
 
+@pytest.mark.usefixtures("minute_with_room")
 def test_failed_authentications_are_limited_without_reading_the_table(settings):
     settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "SERVICE_AUTH_FAILURE_RATE": "5/m"}
     token = add_client()
@@ -376,12 +380,14 @@ def test_a_rate_holds_on_a_cache_that_culls_its_keys(prefix, backend_path, setti
     settings.CACHES = {"default": {"BACKEND": backend_path, "LOCATION": location, "OPTIONS": options}}
     if on_database:
         call_command("createcachetable", stdout=StringIO())
-    token = add_client("steady", "order*", "--rate", "5/d")  # a day's window: no window ends during the test
+    token = add_client("steady", "order*", "--rate", "5/d")
+    day = room_in_window(86400, 10)  # ten requests and their neighbours' keys, well inside one day's window
     statuses = []
     for round_ in range(10):
         statuses.append(post(prefix, "order/next", token).status_code)
         for index in range(30):  # the busy neighbour: three times MAX_ENTRIES of keys that sort after the rate's
             cache.set(f"zz-neighbour-{round_}-{index}", index)  # (the database cache culls the lowest keys)
+    assert window_of(86400) == day
     assert statuses == [200] * 5 + [429] * 5
 
 
