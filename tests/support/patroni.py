@@ -223,6 +223,19 @@ class Member:
         status = self.status()
         return status is not None and status.get("role") in ("primary", "master") and status.get("state") == "running"
 
+    def takes_writes(self) -> bool:
+        """Whether this member's postgres itself is out of recovery: what libpq's read-write connection asks, so no
+        caller can write before it says so (Patroni's REST API says it a moment after, or later on a loaded machine)."""
+        import psycopg
+
+        dsn = f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres connect_timeout=2"
+        try:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                row = conn.execute("SELECT NOT pg_is_in_recovery()").fetchone()
+        except psycopg.Error:
+            return False
+        return row is not None and bool(row[0])
+
 
 class PatroniCluster:
     """etcd and two Patroni members in `workdir`; `stop()` ends every process started, whatever state it is in."""
@@ -294,10 +307,16 @@ class PatroniCluster:
         except (OSError, ValueError):
             return {}
 
-    def wait(self, done: Callable[[], bool], what: str, timeout: float = START_TIMEOUT) -> None:
-        """Poll `done()` until true; a timeout fails with the members' logs' tails, never hangs."""
-        deadline = time.monotonic() + timeout
-        while not done():
+    def wait(self, done: Callable[[], bool], what: str, timeout: float = START_TIMEOUT) -> float:
+        """Poll `done()` until true; a timeout fails with the members' logs' tails, never hangs. Returns when the
+        last check that found it not done began: what it waits for came after that instant (time.monotonic())."""
+        started = time.monotonic()
+        deadline, not_yet = started + timeout, started
+        while True:
+            asked = time.monotonic()
+            if done():
+                return not_yet
+            not_yet = asked
             for proc, name in [(self.etcd, "etcd")] + [(m.process, m.name) for m in self.members]:
                 if proc is not None and proc.poll() is not None:  # crashed members have no process left
                     raise RuntimeError(f"{name} exited ({proc.returncode}) while waiting for {what}\n{self.logs()}")
