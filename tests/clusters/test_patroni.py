@@ -20,6 +20,7 @@ from typing import Any
 
 from tests.clusters.patroni_fixtures import DATABASE
 from tests.conftest import ROOT, assert_unique
+from tests.support.partition_runs import wait_ready
 from tests.support.patroni import TTL, PatroniCluster
 
 WORKERS = 4
@@ -45,9 +46,9 @@ def start_worker(cluster: PatroniCluster, tmp_path: Path, index: int) -> subproc
 def run_through(
     cluster: PatroniCluster, tmp_path: Path, crash: Callable[[], float]
 ) -> tuple[list[dict[str, Any]], float, float, float]:
-    """Workers at full speed for BEFORE seconds, then `crash()`, which returns once what it waits for is seen, with
-    the instant it came no earlier than; then AFTER seconds more. Their runs, the crash instant, how long `crash()`
-    took and the instant it returned."""
+    """Workers at full speed for BEFORE seconds once each has a number, then `crash()`, which returns once what it
+    waits for is seen, with the instant it came no earlier than; then AFTER seconds more. Their runs, the crash
+    instant, how long `crash()` took and the instant it returned."""
     cluster.ensure_healthy()
     cluster.execute("DELETE FROM django_segment_seq_sequence WHERE name = 'failover'", DATABASE)
     cluster.execute(
@@ -58,6 +59,7 @@ def run_through(
     )
     workers = [start_worker(cluster, tmp_path, index) for index in range(WORKERS)]
     try:
+        wait_ready(workers, tmp_path)  # each has its first number: on a busy machine a start may outlast BEFORE
         time.sleep(BEFORE)
         crashed = time.monotonic()
         not_before = crash()

@@ -52,7 +52,7 @@ def run_to_end(proc: subprocess.Popen[str], what: str, timeout: float = 180) -> 
 
 
 def wait_ready(workers: list[subprocess.Popen[str]], folder: Path) -> None:
-    """Until every worker is set up and waits for its go."""
+    """Until every worker has touched its ready file: set up and waiting for its go, or taking numbers."""
     deadline = time.monotonic() + READY_TIMEOUT
     for index, proc in enumerate(workers):
         while not (folder / f"worker{index}.json.ready").exists():

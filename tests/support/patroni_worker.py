@@ -2,7 +2,9 @@
 
 Run as `python -m tests.support.patroni_worker HOSTS PORTS DATABASE OUT STOP SETTINGS_JSON`. It writes to OUT
 {"numbers": [...], "errors": {name: count}, "causes": {name: count}, "first": t, "gaps": [[t_before, t_after,
-index_after], ...], "longest_call": s}, with times on the machine-wide monotonic clock the test reads too.
+index_after], ...], "longest_call": s}, with times on the machine-wide monotonic clock the test reads too. It touches
+OUT.ready once it has its first number, so the test crashes a member only once every worker is taking numbers (a
+worker started slowly on a busy machine would otherwise take its first number only after the failover).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def take(out: str, stop: str) -> None:
         now = time.monotonic()
         if not numbers:
             first = now
+            open(out + ".ready", "w").close()
         elif now - last > GAP:
             gaps.append((last, now, len(numbers)))
         numbers.append(number)
