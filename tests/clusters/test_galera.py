@@ -23,6 +23,7 @@ from django.db import connection
 from tests.clusters.conftest import GALERA_DATABASE
 from tests.conftest import ROOT, assert_unique
 from tests.support.galera import REJOIN_TIMEOUT, GaleraCluster, Node
+from tests.support.partition_runs import wait_ready
 
 WORKERS_PER_NODE = 2
 # Fixed ranges of 10: every worker goes back to the row many times a second.
@@ -62,13 +63,15 @@ def run(
     segment_seq: Callable[[int], dict[str, object]],
     scenario: Callable[[], None],
 ) -> dict:
-    """Start one worker per port, run `scenario` meanwhile, stop them; what they handed out, and their figures."""
+    """Start one worker per port, run `scenario` once each has its first number, stop them; what they handed out,
+    and their figures."""
     stop = tmp_path / f"stop-{name}"
     outs = [tmp_path / f"{name}-{index}.json" for index in range(len(ports))]
     workers = [
         start_worker(port, database, name, out, stop, segment_seq(port)) for port, out in zip(ports, outs, strict=True)
     ]
     try:
+        wait_ready(workers, tmp_path, stem=f"{name}-")  # a start slower than the scenario's first fault, when loaded
         scenario()
     finally:
         stop.touch()

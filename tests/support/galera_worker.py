@@ -3,7 +3,8 @@
 Run as `python -m tests.support.galera_worker PORT DATABASE NAME OUT STOP SETTINGS_JSON`: Django's connection goes
 to the node on PORT, SEGMENT_SEQ is the JSON (SERVERS included, if any). Writes {"numbers": [...], "errors":
 {name: count}, "longest_pause": s, "pauses": [[start, seconds], ...], "figures": {ranges_fetched, retries,
-failures, busy}} to OUT, each pause's start on the monotonic clock, which the parent shares.
+failures, busy}} to OUT, each pause's start on the monotonic clock, which the parent shares. It touches OUT.ready
+once it has its first number, so a test's fault comes only once every worker is taking numbers.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ def take(out: str, stop: str, name: str) -> None:
     while not os.path.exists(stop):
         try:
             numbers.append(next_value(name))
+            if len(numbers) == 1:
+                open(out + ".ready", "w").close()
         except Exception as exc:  # noqa: BLE001 - every kind is counted: the tests allow none
             errors[type(exc).__name__] += 1
             if len(messages) < 5:

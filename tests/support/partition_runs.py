@@ -51,11 +51,12 @@ def run_to_end(proc: subprocess.Popen[str], what: str, timeout: float = 180) -> 
     assert proc.returncode == 0, f"{what} failed: {err[-3000:]}"
 
 
-def wait_ready(workers: list[subprocess.Popen[str]], folder: Path) -> None:
-    """Until every worker has touched its ready file: set up and waiting for its go, or taking numbers."""
+def wait_ready(workers: list[subprocess.Popen[str]], folder: Path, stem: str = "worker") -> None:
+    """Until every worker has touched its ready file, folder/<stem><index>.json.ready: set up and waiting for its
+    go, or taking numbers."""
     deadline = time.monotonic() + READY_TIMEOUT
     for index, proc in enumerate(workers):
-        while not (folder / f"worker{index}.json.ready").exists():
+        while not (folder / f"{stem}{index}.json.ready").exists():
             if proc.poll() is not None or time.monotonic() > deadline:
                 error = proc.stderr.read()[-3000:] if proc.stderr and proc.poll() is not None else ""
                 pytest.fail(f"worker {index} did not get ready in {READY_TIMEOUT} s: {error}")
