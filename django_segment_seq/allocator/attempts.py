@@ -30,11 +30,14 @@ LOCK_TIMEOUT_MYSQL_CODES = frozenset({1205})
 class RowBusy(Exception):
     """Another transaction holds the row, its table, or SQLite's write lock, past the lock timeout."""
 
-    def __init__(self, message: str, row: Row | None = None) -> None:
+    def __init__(self, message: str, row: Row | None = None, found_at: float | None = None) -> None:
         super().__init__(message)
         # The row as committed when it was found locked, when known: a version that moves between two
         # such findings means others are making progress (contention), not that one holds it.
         self.row = row
+        # When the read that found it locked was sent (time.monotonic()): a hold is waited for from then, however
+        # long the lost races of the same attempt before it took.
+        self.found_at = found_at
 
 
 class RowMissing(Exception):

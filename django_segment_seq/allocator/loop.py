@@ -9,6 +9,7 @@ Every statement waits at most LOCK_TIMEOUT for any lock, on any of these connect
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -286,12 +287,13 @@ def _lost(result: Allocation, name: str, settings: dict[str, Any]) -> None:
 def _read_unless_locked(cursor: Any, sql: Statements, name: str, result: Allocation) -> Row | None:
     """The row, None if it does not exist; RowBusy if another transaction holds it."""
     result.round_trips += 1
+    sent = time.monotonic()
     row = read_row(cursor, sql.select_row_unless_locked, name)
     if row is None and sql.select_row_unless_locked != sql.select_row:
         result.round_trips += 1
         committed = read_row(cursor, sql.select_row, name)
         if committed is not None:
-            raise RowBusy("the row is locked by another transaction", committed)
+            raise RowBusy("the row is locked by another transaction", committed, sent)
     return row
 
 

@@ -109,9 +109,6 @@ class Plan:
     # Attempts that found the row held by another transaction, and attempts that failed.
     busy: int = 0
     failures: int = 0
-    # When the latest attempt began: a row first found held is waited for from then, not from the first attempt,
-    # so a fetch slowed by lost races or a starved CPU still gives a held row its whole LOCK_TIMEOUT.
-    attempt_started: float = 0.0
     # Where callers waiting for this fetch see whether it waits out a held row (see FetchProgress).
     progress: FetchProgress = field(default_factory=FetchProgress)
 
@@ -168,14 +165,16 @@ class Plan:
 
         The bound restarts while the row keeps moving: short holds by one process after another are
         contention, which MAX_RETRIES bounds. A row first found held (a version not seen held before) is waited for
-        from the start of the attempt that found it, however long the lost races before it took.
+        from the read that found it, so a fetch slowed by lost races or a starved CPU (in this attempt or before it)
+        still gives a held row its whole LOCK_TIMEOUT.
         """
         first = exc.row is not None and self.held_version is None
         moved = exc.row is not None and self.held_version is not None and exc.row.version != self.held_version
         if exc.row is not None:
             self.held_version = exc.row.version
         if first:
-            self.deadline = max(self.deadline, self.attempt_started + self.bound)
+            found_at = time.monotonic() if exc.found_at is None else exc.found_at
+            self.deadline = max(self.deadline, found_at + self.bound)
         if moved:
             self.deadline = time.monotonic() + self.bound
             self.progress.held_until = None  # others are taking ranges: contention, not a holder
@@ -240,7 +239,6 @@ def run(job: Job[T], plan: Plan) -> T:
 def _attempt(job: Job[T], plan: Plan) -> T:
     """One try on the connection the plan names; for a patient job, a failure that looks like a Galera pause
     teaches the plan, and a private connection's node no longer fit is left for the next attempt."""
-    plan.attempt_started = time.monotonic()
     with attempt_on(job.alias, plan.caller if plan.use_caller else None, plan.lost) as connection:
         if not job.patient:
             return job.attempt(connection, plan)

@@ -1,6 +1,7 @@
 """A caller that runs out while a background fetch runs: a slow fetch is waited for or joined, never refused; a fetch
 that finds the row held elsewhere refuses its waiters within LOCK_TIMEOUT and a fraction of a second."""
 
+import re
 import threading
 import time
 from types import SimpleNamespace
@@ -122,15 +123,66 @@ def test_a_background_fetch_that_finds_the_row_held_refuses_its_waiters_once():
 def test_a_row_first_found_held_late_in_a_fetch_gets_its_whole_lock_wait():
     """A fetch that lost races for longer than LOCK_TIMEOUT, then finds the row held for a moment, goes on.
 
-    The held row is waited for from the attempt that found it; before, the fetch was refused at once because its
+    The held row is waited for from the read that found it; before, the fetch was refused at once because its
     LOCK_TIMEOUT was counted from its first attempt.
     """
     plan = Plan.begin(None, {**app_settings(), "LOCK_TIMEOUT": 2.0, "MAX_BACKOFF": 0.001}, patient=True)
     plan.started -= 5.0  # the fetch began 5 s ago: races lost on a starved machine
     plan.deadline -= 5.0
-    plan.attempt_started = time.monotonic()
-    plan.wait_for_holder(RowBusy("held for a moment", Row(100, 10, 1, 10**9, False, version=7)), "default", "s")
+    found = RowBusy("held for a moment", Row(100, 10, 1, 10**9, False, version=7), time.monotonic())
+    plan.wait_for_holder(found, "default", "s")
     assert plan.progress.held_until == plan.deadline  # waiters see when its verdict is due
-    plan.attempt_started = time.monotonic()
-    plan.wait_for_holder(RowBusy("moved on", Row(110, 10, 1, 10**9, False, version=8)), "default", "s")
+    moved = RowBusy("moved on", Row(110, 10, 1, 10**9, False, version=8), time.monotonic())
+    plan.wait_for_holder(moved, "default", "s")
     assert plan.progress.held_until is None  # the row moves: contention, not a holder
+
+
+@pytest.mark.skipif(ON_SQLITE, reason="SQLite has no row locks: its writer holds the whole file")
+def test_a_row_found_held_after_lost_races_that_outlasted_lock_timeout_is_waited_for():
+    """Lost races within one attempt take longer than LOCK_TIMEOUT (a loaded machine), then the row is held for a
+    moment: the fetch waits for it and goes on. Before, the hold was counted from the start of the attempt, so the
+    fetch was refused at once ("held by another transaction for over 1 s") though nothing held the row for long.
+    """
+    table = Sequence._meta.db_table
+    Sequence.objects.create(name="raced", step=10)
+    lost, held = [], threading.Event()
+
+    def bump_version() -> None:
+        other = connections.create_connection("default")
+        try:
+            with other.cursor() as cursor:
+                cursor.execute(f"UPDATE {table} SET version = version + 1 WHERE name = %s", ["raced"])
+        finally:
+            other.close()
+
+    def hold_for_a_moment(locked: threading.Event) -> None:
+        other = connections.create_connection("default")
+        try:
+            other.set_autocommit(False)
+            with other.cursor() as cursor:
+                cursor.execute(f"SELECT id FROM {table} WHERE name = %s FOR UPDATE", ["raced"])
+                locked.set()
+                time.sleep(0.4)
+            other.rollback()
+        finally:
+            other.close()
+
+    def races_then_a_hold(execute, sql, params, many, context):
+        if re.search(rf"UPDATE [`\"]?{table}", sql) and len(lost) < 5:  # the compare-and-set
+            lost.append(sql)
+            bump_version()  # another process moved the row first: this compare-and-set misses
+            time.sleep(0.3)  # a starved CPU: five lost races take 1.5 s, past LOCK_TIMEOUT
+        elif "SKIP LOCKED" in sql and len(lost) == 5 and not held.is_set():
+            held.set()
+            locked = threading.Event()
+            threading.Thread(target=hold_for_a_moment, args=(locked,), daemon=True).start()
+            assert locked.wait(10)
+        return execute(sql, params, many, context)
+
+    settings = {"ADAPTIVE_STEP": False, "MAX_BACKOFF": 0.01, "LOCK_TIMEOUT": 1.0}
+    with override_settings(SEGMENT_SEQ=settings), connections["default"].execute_wrapper(races_then_a_hold):
+        started = time.monotonic()
+        first = next_value("raced")
+    assert len(lost) == 5 and held.is_set(), "the scenario did not happen: lost races, then a hold"
+    assert first == 1
+    assert time.monotonic() - started < 1.5 + 1.0 + 1.0, "waited past the hold's own lock wait"
