@@ -16,8 +16,8 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-# A lease lasts about this long at the rate the process serves its client.
-LEASE_SECONDS = 0.1
+# A lease lasts about this long at the rate the process serves its client (each costs a write of the shared count).
+LEASE_SECONDS = 0.5
 # A lease is at most this share of the limit, and at most LEASE_MOST requests.
 LEASE_SHARE = 100
 LEASE_MOST = 1024
