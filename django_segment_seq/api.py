@@ -9,7 +9,7 @@ from django_segment_seq.cache.giveback import give_back
 from django_segment_seq.cache.prefetch import prefetcher
 from django_segment_seq.cache.range_cache import ranges
 from django_segment_seq.cache.stats import SequenceStats
-from django_segment_seq.db.routing import fixed_alias, sequence_database
+from django_segment_seq.db.routing import fixed_alias, serving_alias
 from django_segment_seq.flow import key_ledger
 from django_segment_seq.flow.derived import forget
 from django_segment_seq.redistier import deployment_id
@@ -32,8 +32,7 @@ def next_value(sequence_name: str, *, using: str | None = None) -> int:
                     return number
             finally:
                 lock.release()
-    fixed = fixed_alias()
-    alias = using or fixed or sequence_database()
+    alias = serving_alias(using)
     number = ranges.take(alias, sequence_name)
     if not using and alias == fixed_alias():
         ranges.index_by_name(alias, sequence_name)
@@ -44,12 +43,12 @@ def next_values(sequence_name: str, count: int, *, using: str | None = None) -> 
     """`count` distinct, increasing, contiguous numbers, taken in one allocation when the cache lacks them."""
     if not isinstance(count, int) or isinstance(count, bool):
         raise TypeError(f"Sequence {sequence_name!r}: count must be an int, not {type(count).__name__}")
-    return ranges.take_many(using or fixed_alias() or sequence_database(), sequence_name, count)
+    return ranges.take_many(serving_alias(using), sequence_name, count)
 
 
 async def anext_value(sequence_name: str, *, using: str | None = None) -> int:
     """next_value() for async code: a cached number without leaving the event loop, a fetch on Django's sync thread."""
-    numbers = ranges.take_cached(using or fixed_alias() or sequence_database(), sequence_name)
+    numbers = ranges.take_cached(serving_alias(using), sequence_name)
     if numbers is not None:
         return numbers[0]
     # thread_sensitive: the thread Django's async ORM calls run on, whose connection is in autocommit
@@ -63,7 +62,7 @@ def cached_values(sequence_name: str, count: int, *, using: str | None = None) -
     For code on an event loop that can answer at once without awaiting anext_values().
     """
     if isinstance(count, int) and not isinstance(count, bool) and count >= 1:
-        return ranges.take_cached(using or fixed_alias() or sequence_database(), sequence_name, count)
+        return ranges.take_cached(serving_alias(using), sequence_name, count)
     return None
 
 

@@ -20,6 +20,11 @@ def fixed_alias() -> str | None:
     return _fixed_alias
 
 
+def serving_alias(using: str | None = None) -> str:
+    """sequence_database(using) for the hot path: the fixed alias without a call to the routers once it is known."""
+    return using or _fixed_alias or sequence_database()
+
+
 def sequence_database(using: str | None = None) -> str:
     """The alias whose Sequence table serves a call."""
     global _fixed_alias

@@ -10,7 +10,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 
 from django_segment_seq.conf import app_settings
-from django_segment_seq.db.routing import fixed_alias, sequence_database
+from django_segment_seq.db.routing import serving_alias
 from django_segment_seq.service import answers
 from django_segment_seq.service.authentication import Caller, CsrfRefused, NotAuthenticated, TooManyFailures, caller_of
 from django_segment_seq.service.bounds import checks_bounded
@@ -128,4 +128,4 @@ def row_checked(caller: Caller, target: Target) -> HttpResponse | None:
 
 def alias_of_sequences() -> str:
     """The alias next_values() takes from when not told one."""
-    return fixed_alias() or sequence_database()
+    return serving_alias()
