@@ -37,15 +37,17 @@ class RateCount:
     SynchronousOnlyOperation, as the database does there, without counting.
     """
 
-    def __init__(self, *, in_memory: bool = False) -> None:
+    def __init__(self, *, in_memory: bool = False, at_least: int = 1) -> None:
         self.counted = False
         self.seconds: int | None = None
         self.in_memory = in_memory
+        self.at_least = at_least  # the lease to take when one is taken: the requests waiting for it, this one included
 
     def retry_after(self, caller: Caller) -> int | None:
         """retry_after() for the caller's rate the first time; the same answer after, without counting again."""
         if not self.counted and caller.rate is not None:
-            count = retry_after_in_memory if self.in_memory else partial(retry_after, ahead=True)
+            at_least = self.at_least
+            count = retry_after_in_memory if self.in_memory else partial(retry_after, ahead=True, at_least=at_least)
             self.seconds = count(caller.rate_key, caller.rate)
             self.counted = True
         return self.seconds

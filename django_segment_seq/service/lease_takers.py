@@ -19,8 +19,11 @@ from django_segment_seq.service.tokens import Rate
 
 
 class LeaseTakers:
-    """At most one lease of a caller taken at a time per event loop; the requests that find the lease used up
-    meanwhile wait for it on the loop, so no request in flight waits for more than one lease."""
+    """At most one lease of a caller taken at a time per event loop, of at least as many requests as wait for one
+    then; the requests that find the lease used up meanwhile wait for it on the loop, so no request in flight waits
+    for more than one lease (before, a client whose lease is one request, under a hundred a window, was counted
+    one waiting request at a time, and on a loaded machine the last waiters outlasted LOCK_TIMEOUT and went
+    through uncounted)."""
 
     def __init__(self) -> None:
         self.forget()
@@ -30,11 +33,25 @@ class LeaseTakers:
         """No lease being taken (in a child: the parent's loop and its tasks are not here)."""
         self.taking: dict[tuple[asyncio.AbstractEventLoop, str], asyncio.Future[None]] = {}
         self.tasks: set[asyncio.Task[None]] = set()
+        # The requests of each caller waiting in counted() now.
+        self.waiting: dict[tuple[asyncio.AbstractEventLoop, str], int] = {}
 
     async def counted(self, caller: Caller) -> HttpResponse | None:
         """rate_refusal() for a request the lease in memory could not admit."""
         loop = asyncio.get_running_loop()
         key, deadline = (loop, caller.rate_key), loop.time() + app_settings()["LOCK_TIMEOUT"]
+        self.waiting[key] = self.waiting.get(key, 0) + 1
+        try:
+            return await self.counted_within(caller, key, deadline)
+        finally:
+            self.waiting[key] -= 1
+            if not self.waiting[key]:
+                del self.waiting[key]
+
+    async def counted_within(
+        self, caller: Caller, key: tuple[asyncio.AbstractEventLoop, str], deadline: float
+    ) -> HttpResponse | None:
+        loop = asyncio.get_running_loop()
         try:
             while (taken := self.taking.get(key)) is not None:
                 await asyncio.wait_for(asyncio.shield(taken), deadline - loop.time())
@@ -45,7 +62,8 @@ class LeaseTakers:
             mine = loop.create_future()
             self.taking[key] = mine
             try:
-                counting = asyncio.ensure_future(counting_thread.run(rate_refusal, caller, RateCount()))
+                wanted = RateCount(at_least=self.waiting.get(key, 1))
+                counting = asyncio.ensure_future(counting_thread.run(rate_refusal, caller, wanted))
                 refusal: HttpResponse | None = await asyncio.wait_for(asyncio.shield(counting), deadline - loop.time())
                 return refusal
             finally:

@@ -52,6 +52,9 @@ class Leases:
         self.coming: dict[str, Lease] = {}
         # The clients whose lease is down to half, so their next is best taken now, ahead of use.
         self.low: set[str] = set()
+        # The window each client was last found past its limit in, with that limit: a shared count only rises
+        # within its window, so the client's requests are refused from memory until it ends (see is_full()).
+        self.full: dict[str, tuple[Window, int]] = {}
 
     def take(self, key: str, window: Window) -> bool:
         """Admit one request of `key` in `window` from its lease; False when there is none left to take."""
@@ -104,6 +107,16 @@ class Leases:
                 self.coming.clear()
             self.coming[key] = Lease(window, iter(range(reserved - 1, -1, -1)), reserved, time.monotonic())
 
+    def note_full(self, key: str, window: Window, limit: int) -> None:
+        """`key`'s shared count of `window` was found at `limit`: nothing more is admitted in that window."""
+        if len(self.full) >= LEASES_KEPT and key not in self.full:
+            self.full.clear()
+        self.full[key] = (window, limit)
+
+    def is_full(self, key: str, window: Window, limit: int) -> bool:
+        """Whether `key`'s count of `window` was found at `limit` (a limit changed since is asked of the count again)."""
+        return self.full.get(key) == (window, limit)
+
     def has_coming(self, key: str, window: Window) -> bool:
         """Whether `key`'s lease for `window` (not begun yet) is taken."""
         lease = self.coming.get(key)
@@ -115,6 +128,7 @@ class Leases:
         self.held = {}
         self.coming = {}
         self.low = set()
+        self.full = {}
 
 
 leases = Leases()

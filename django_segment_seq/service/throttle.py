@@ -90,12 +90,13 @@ def forget_where_kept(setting: str, **kwargs: Any) -> None:
 setting_changed.connect(forget_where_kept, dispatch_uid="segment_seq_service_rates_kept_in")
 
 
-def retry_after(key: str, rate: Rate, *, ahead: bool = False) -> int | None:
+def retry_after(key: str, rate: Rate, *, ahead: bool = False, at_least: int = 1) -> int | None:
     """Count one request of `key`; None while under `rate`, else the whole seconds until its window ends.
 
     A fixed window: the count of the current window lives under a key of its own. With `ahead` (a client's
-    rate) requests are counted a lease at a time. A cache or database that fails lets the request through (and
-    logs one warning per outage).
+    rate) requests are counted a lease at a time, of at least `at_least` requests (those waiting for it now),
+    and a window found full is refused from memory until it ends. A cache or database that fails lets the
+    request through (and logs one warning per outage).
 
     A window found full after it ended is not this request's to be refused by: a count that took long (a loaded
     machine, a row lock) may meet its window's row deleted as ended, or full; the request is counted again in the
@@ -106,7 +107,10 @@ def retry_after(key: str, rate: Rate, *, ahead: bool = False) -> int | None:
         name, window = window_key(key, rate, now)
         if ahead and leases.take(key, (rate.seconds, window)):
             return None
-        granted = reserved(name, window, rate, leases.size(key, rate.limit) if ahead else 1)
+        if ahead and leases.is_full(key, (rate.seconds, window), rate.limit):
+            break
+        size = max(leases.size(key, rate.limit), at_least) if ahead else 1
+        granted = reserved(name, window, rate, size)
         if granted is None:
             return None
         if granted:
@@ -114,13 +118,15 @@ def retry_after(key: str, rate: Rate, *, ahead: bool = False) -> int | None:
                 leases.add(key, (rate.seconds, window), granted, 1)
             return None
         if time.time() < (window + 1) * rate.seconds:
+            if ahead:
+                leases.note_full(key, (rate.seconds, window), rate.limit)
             break  # full, and still the current window
     return max(1, math.ceil((window + 1) * rate.seconds - now))
 
 
 def reserved(name: str, window: int, rate: Rate, size: int) -> int | None:
-    """Raise window `name`'s shared count by `size` (by one when fewer are left); how much it was raised, or None
-    when the count could not be kept (the request goes through)."""
+    """Raise window `name`'s shared count by `size` (by what is left when fewer are); how much it was raised, or
+    None when the count could not be kept (the request goes through)."""
     try:
         if kept_in() is Kept.DATABASE:
             granted = counted_in_database(name, rate.limit, (window + 1) * rate.seconds, size)
@@ -135,9 +141,14 @@ def reserved(name: str, window: int, rate: Rate, size: int) -> int | None:
 
 def retry_after_in_memory(key: str, rate: Rate) -> int | None:
     """retry_after(ahead=True) where nothing but memory may be reached (the event loop): SynchronousOnlyOperation,
-    without counting, when the request's lease is used up and a new one is not in this process's memory."""
-    if leases.take(key, lease_window(rate, time.time())):
+    without counting, when the request's lease is used up and a new one is not in this process's memory (nor
+    the window known to be full)."""
+    now = time.time()
+    window = lease_window(rate, now)
+    if leases.take(key, window):
         return None
+    if leases.is_full(key, window, rate.limit):
+        return max(1, math.ceil((window[1] + 1) * rate.seconds - now))
     if kept_in() is Kept.MEMORY:
         return retry_after(key, rate, ahead=True)
     raise SynchronousOnlyOperation("the rate's lease is used up: the next is taken from the cache or the database")
@@ -212,6 +223,7 @@ def counted_in_rows(name: str, limit: int, ends_at: float, size: int) -> int:
         return granted
     if rows.exists():  # full, or made by another process after the update found none: this one decides
         return raised(rows, limit, size)
+    size = min(size, limit)
     try:
         with transaction.atomic(using=router.db_for_write(RateWindow)):
             RateWindow.objects.create(key=name, count=size, ends_at=ends_at)
@@ -222,9 +234,14 @@ def counted_in_rows(name: str, limit: int, ends_at: float, size: int) -> int:
 
 
 def raised(rows: QuerySet[RateWindow], limit: int, size: int) -> int:
-    """Raise the window's count by `size`, or by one when fewer are left, unless at `limit`; by how much it was."""
-    for taken in dict.fromkeys((size, 1)):
-        if rows.filter(count__lte=limit - taken).update(count=F("count") + taken):
+    """Raise the window's count by `size`, or by what is left (else by one) when fewer are left, unless at `limit`;
+    by how much it was (0 also when the row is missing)."""
+    if rows.filter(count__lte=limit - size).update(count=F("count") + size):
+        return size
+    current = rows.values_list("count", flat=True).first()
+    left = 0 if current is None else limit - current
+    for taken in dict.fromkeys((min(size, left), 1)):
+        if 1 <= taken <= left and rows.filter(count__lte=limit - taken).update(count=F("count") + taken):
             return taken
     return 0
 

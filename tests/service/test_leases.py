@@ -1,13 +1,19 @@
 """A client's rate counted a lease at a time: a busy client costs the shared cache or the database one write per
 lease, not one per request, on Django's views and the fast path alike, and no lease ever admits past the limit."""
 
+import asyncio
 import os
+import time
 import uuid
 from io import StringIO
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.core.management import call_command
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 
 from django_segment_seq.service import leases as leases_module
 from django_segment_seq.service import throttle
@@ -15,6 +21,7 @@ from django_segment_seq.service.leases import LEASE_MOST, Leases
 from django_segment_seq.service.models import RateWindow
 from django_segment_seq.service.tokens import Rate
 from tests.service.test_lock_bounds import rows_held, timed_answers
+from tests.support.fast_client import application, exchange
 from tests.service.test_trust import PATHS, add_client, admitted_by_threads, post
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -216,3 +223,53 @@ def test_a_request_whose_window_ended_while_it_was_counted_is_counted_in_the_nex
     monkeypatch.setattr(throttle, "reserved", lambda *args: 0)  # a window that is full and not over: refused
     now[0] = 1001.5
     assert throttle.retry_after(f"full-{key}", rate, ahead=ahead) == 1
+
+
+def test_a_small_limit_is_counted_exactly_while_many_requests_wait_for_slow_counts(settings, tmp_path, monkeypatch):
+    """48 requests at once on one event loop (a worker of the fast path) for a `30/h` client whose lease is one
+    request, each count taking 0.1 s (a loaded machine, SQLite's one writer), LOCK_TIMEOUT 0.5 s: exactly 30
+    answered 200. Before, the waiting requests were counted one at a time, so those still waiting after
+    LOCK_TIMEOUT went through uncounted (50 of 48 + 2 answered 200); now one count takes a lease for every request
+    waiting, and a window found full refuses the rest from memory."""
+    settings.CACHES = {"default": {**CACHES["file"], "LOCATION": str(tmp_path / "cache")}}
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "LOCK_TIMEOUT": 0.5}
+    token = add_client("slowcount", "order*", "--rate", "30/h")
+    real = throttle.counted_in_database
+
+    def slow_count(*args, **kwargs):
+        time.sleep(0.1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(throttle, "counted_in_database", slow_count)
+    hour = int(time.time() // 3600)
+    warm = fast_requests_at_once(token, "order/next", 1) + fast_requests_at_once(token, "order/next", 1)
+    # Both admitted and remembered: the same request is now counted on the loop, from the lease.
+    statuses = fast_requests_at_once(token, "order/next", 48)
+    if int(time.time() // 3600) != hour:
+        pytest.skip("an hour's window ended during the test")
+    assert warm == [200, 200]
+    assert statuses.count(200) == 28 and statuses.count(429) == 20, sorted(statuses)
+
+
+def fast_requests_at_once(token: str, path: str, count: int) -> list[int]:
+    """`count` requests sent at once to the fast path, on one event loop as a worker serves them: their statuses."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": "/ids/" + path, "raw_path": ("/ids/" + path).encode(), "root_path": "", "query_string": b"",
+        "headers": [(b"authorization", f"Bearer {token}".encode()), (b"content-type", b"application/json"),
+                    (b"content-length", b"2"), (b"host", b"testserver")],
+        "client": ("127.0.0.1", 50000), "server": ("testserver", 80),
+    }  # fmt: skip
+
+    async def all_at_once() -> list[list[dict[str, Any]]]:
+        return await asyncio.gather(*(exchange(application(), dict(scope), b"{}") for _ in range(count)))
+
+    # As Django's test client does: the test's connection is not closed between its requests.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        answers = async_to_sync(all_at_once)()
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    return [messages[0]["status"] for messages in answers]
