@@ -114,7 +114,7 @@ class Leases:
         self.full[key] = (window, limit)
 
     def is_full(self, key: str, window: Window, limit: int) -> bool:
-        """Whether `key`'s count of `window` was found at `limit` (a limit changed since is asked of the count again)."""
+        """Whether `key`'s count of `window` was found at `limit` (a limit changed since is asked of the count)."""
         return self.full.get(key) == (window, limit)
 
     def has_coming(self, key: str, window: Window) -> bool:
