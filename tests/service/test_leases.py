@@ -21,8 +21,8 @@ from django_segment_seq.service.leases import LEASE_MOST, Leases
 from django_segment_seq.service.models import RateWindow
 from django_segment_seq.service.tokens import Rate
 from tests.service.test_lock_bounds import rows_held, timed_answers
-from tests.support.fast_client import application, exchange
 from tests.service.test_trust import PATHS, add_client, admitted_by_threads, post
+from tests.support.fast_client import application, exchange
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # Where counts are kept: this process's memory, the database (for a cache that culls) and the database again
