@@ -12,8 +12,6 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import call_command
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
 
 from django_segment_seq.service import leases as leases_module
 from django_segment_seq.service import throttle
@@ -22,7 +20,7 @@ from django_segment_seq.service.models import RateWindow
 from django_segment_seq.service.tokens import Rate
 from tests.service.test_lock_bounds import rows_held, timed_answers
 from tests.service.test_trust import PATHS, add_client, admitted_by_threads, post
-from tests.support.fast_client import application, exchange
+from tests.support.fast_client import application, connections_kept, exchange
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # Where counts are kept: this process's memory, the database (for a cache that culls) and the database again
@@ -264,12 +262,6 @@ def fast_requests_at_once(token: str, path: str, count: int) -> list[int]:
     async def all_at_once() -> list[list[dict[str, Any]]]:
         return await asyncio.gather(*(exchange(application(), dict(scope), b"{}") for _ in range(count)))
 
-    # As Django's test client does: the test's connection is not closed between its requests.
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    try:
+    with connections_kept():
         answers = async_to_sync(all_at_once)()
-    finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
     return [messages[0]["status"] for messages in answers]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -90,20 +92,26 @@ async def exchange(app: Any, scope: dict[str, Any], body: bytes) -> list[dict[st
     return sent
 
 
+@contextmanager
+def connections_kept() -> Iterator[None]:
+    """As Django's test client does: the test's connection is not closed between its requests."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+
+
 class FastClient(Client):
     """Client.post() and the rest, answered by the fast path (or by Django behind it, for what it passes on)."""
 
     def request(self, **request: Any) -> HttpResponse:  # type: ignore[override]
         environ = self._base_environ(**request)
         body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
-        # As Django's test client does: the test's connection is not closed between its requests.
-        request_started.disconnect(close_old_connections)
-        request_finished.disconnect(close_old_connections)
-        try:
+        with connections_kept():
             messages = async_to_sync(exchange)(application(), scope_of(environ), body)
-        finally:
-            request_started.connect(close_old_connections)
-            request_finished.connect(close_old_connections)
         start = messages[0]
         content = b"".join(message.get("body", b"") for message in messages[1:])
         response = HttpResponse(content, status=start["status"])
