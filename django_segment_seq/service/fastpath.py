@@ -30,6 +30,7 @@ from django_segment_seq.service.kept_thread import counting_thread, usage_thread
 from django_segment_seq.service.lease_takers import leases
 from django_segment_seq.service.requests import Target
 from django_segment_seq.service.thread_connections import replace_failed_connections
+from django_segment_seq.service.throttle import lease_ticket
 from django_segment_seq.service.tokens import digest
 
 Scope = MutableMapping[str, Any]
@@ -157,6 +158,11 @@ def readmitted(admission: Admission) -> Admission | None:
     memory (the rate's lease), or the rate's 429; None, with nothing counted, when a lease must be taken first."""
     caller = admission.caller
     if caller is None or caller.rate is None:
+        return admission
+    due = lease_ticket(caller.rate_key, caller.rate)  # the common case, counted with the least work
+    if due is not None:
+        if due:
+            leases.ahead(caller)
         return admission
     try:
         refusal = rate_refusal(caller, RateCount(in_memory=True))

@@ -139,14 +139,25 @@ def reserved(name: str, window: int, rate: Rate, size: int) -> int | None:
     return granted
 
 
+def lease_ticket(key: str, rate: Rate) -> bool | None:
+    """One request of `key` counted from its lease of the current window, as nearly every request of a busy client
+    is: None when the lease is used up (nothing counted), else whether the next lease may be due (the lease runs
+    low, or the window ends within NEXT_WINDOW_AHEAD), so LeaseTakers.ahead() need not look on every request."""
+    now = time.time()
+    seconds = rate.seconds
+    if not leases.take(key, (seconds, int(now // seconds))):
+        return None
+    return key in leases.low or seconds - now % seconds <= NEXT_WINDOW_AHEAD
+
+
 def retry_after_in_memory(key: str, rate: Rate) -> int | None:
     """retry_after(ahead=True) where nothing but memory may be reached (the event loop): SynchronousOnlyOperation,
     without counting, when the request's lease is used up and a new one is not in this process's memory (nor
     the window known to be full)."""
+    if lease_ticket(key, rate) is not None:
+        return None
     now = time.time()
     window = lease_window(rate, now)
-    if leases.take(key, window):
-        return None
     if leases.is_full(key, window, rate.limit):
         return max(1, math.ceil((window[1] + 1) * rate.seconds - now))
     if kept_in() is Kept.MEMORY:

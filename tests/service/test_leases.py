@@ -129,6 +129,26 @@ def test_a_lease_says_once_that_it_runs_low():
     assert not held.take("client", (3600, 1))
 
 
+def test_a_ticket_taken_on_the_fast_path_says_when_the_next_lease_may_be_due(monkeypatch):
+    """lease_ticket() counts a request from the lease in memory and says when LeaseTakers.ahead() must look: once the
+    lease runs low, and in the last NEXT_WINDOW_AHEAD of the window; else it need not, which spares every other
+    request of a busy client that look."""
+    key, rate, now = f"ticket-{uuid.uuid4().hex}", Rate(100_000, 60), [60 * 1000 + 30.0]
+    monkeypatch.setattr(throttle, "time", SimpleNamespace(time=lambda: now[0]))
+    monkeypatch.setattr(throttle, "leases", Leases())
+    assert throttle.lease_ticket(key, rate) is None  # no lease: nothing counted
+    throttle.leases.add(key, (60, 1000), 10, 0)
+    assert [throttle.lease_ticket(key, rate) for _ in range(4)] == [False] * 4
+    assert throttle.lease_ticket(key, rate) is True  # down to half: the next lease is due
+    throttle.leases.low.discard(key)  # taken ahead, as lease_ahead() does
+    assert throttle.lease_ticket(key, rate) is False
+    now[0] = 60 * 1001 - throttle.NEXT_WINDOW_AHEAD / 2
+    assert throttle.lease_ticket(key, rate) is True  # the window ends soon: the next window's lease is due
+    assert [throttle.lease_ticket(key, rate) for _ in range(4)] == [True, True, True, None]  # 10 tickets, each once
+    now[0] = 60 * 1001 + 1
+    assert throttle.lease_ticket(key, rate) is None  # a lease of an ended window admits nothing
+
+
 def test_leases_never_admit_past_the_limit_under_concurrency(rate_cache):
     key = f"leased-{uuid.uuid4().hex}"
     admitted = admitted_by_threads(lambda: throttle.retry_after(key, Rate(500, 3600), ahead=True), threads=8, each=120)
