@@ -26,6 +26,7 @@ from django_segment_seq.service import tallies, views
 from django_segment_seq.service.admission import Admission, RateCount, admit, rate_refusal
 from django_segment_seq.service.authentication import bearer_token, known, refresh, token_in
 from django_segment_seq.service.exchange import Answer, exchange, exchange_at_once
+from django_segment_seq.service.handout import BlockBody
 from django_segment_seq.service.kept_thread import counting_thread, usage_thread
 from django_segment_seq.service.lease_takers import leases
 from django_segment_seq.service.requests import Target
@@ -90,7 +91,7 @@ class JsonAnswer:
     status_code = 200
 
     def __init__(self, data: dict[str, Any]) -> None:
-        self.content = encode(data).encode()
+        self.content = data.json() if type(data) is BlockBody else encode(data).encode()
         self.raw_headers = [RAW_JSON_TYPE, (b"content-length", b"%d" % len(self.content))]
 
     def items(self) -> tuple[tuple[str, str], ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from asgiref.sync import sync_to_async
@@ -17,17 +18,30 @@ class NotFound(Exception):
     """No such field or layout."""
 
 
-def block(name: str, numbers: range) -> dict[str, Any]:
+# A block's answer as json.dumps() writes it (Django's JsonResponse): ASCII, ", " and ": " between items.
+BLOCK_JSON = b'{"name": %s, "first": %d, "last": %d, "count": %d, "first_text": "%d", "last_text": "%d"}'
+
+
+class BlockBody(dict[str, Any]):
+    """A block's answer body, which knows its JSON: one formatting of bytes, a third of what the encoder costs on the
+    fast path's every request."""
+
+    def json(self) -> bytes:
+        first, last = self["first"], self["last"]
+        return BLOCK_JSON % (encode_basestring_ascii(self["name"]).encode(), first, last, self["count"], first, last)
+
+
+def block(name: str, numbers: range) -> BlockBody:
     """A block's answer: its bounds, as numbers and as strings (JavaScript loses integers above 2**53)."""
     first, last = numbers[0], numbers[-1]
-    return {
-        "name": name,
-        "first": first,
-        "last": last,
-        "count": len(numbers),
-        "first_text": str(first),
-        "last_text": str(last),
-    }
+    return BlockBody(
+        name=name,
+        first=first,
+        last=last,
+        count=len(numbers),
+        first_text=str(first),
+        last_text=str(last),
+    )
 
 
 def field_texts(label: str, count: int) -> dict[str, Any]:

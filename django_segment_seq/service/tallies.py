@@ -36,7 +36,7 @@ class Usage:
 
     def note(self, client_id: int, numbers: int) -> None:
         with self.lock:
-            tally = self.tallies.setdefault(client_id, Tally())
+            tally = self.tallies.get(client_id) or self.tallies.setdefault(client_id, Tally())
             tally.requests += 1
             tally.numbers += numbers
 

@@ -14,6 +14,8 @@ from django_segment_seq.service.handout import block
 BODIES = [
     block("order", range(1, 2)),
     block("Größe", range(2**62, 2**62 + 100)),
+    block('a"b\\c\u2028', range(-5, -3)),
+    block("0", range(0, 1)),
     {"label": "shop.Invoice.number", "texts": ["INV-0001", "Ünï\u2028"], "values": [1, 2]},
     {"layout": "default", "ids": [2**63 - 1, 0], "id_texts": ["9223372036854775807", "0"], "ratio": 0.5},
 ]
