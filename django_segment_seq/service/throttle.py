@@ -230,27 +230,28 @@ def counted_in_rows(name: str, limit: int, ends_at: float, size: int) -> int:
     of windows that have ended); one that meets the row made meanwhile by another counts there."""
     rows = RateWindow.objects.filter(key=name)
     granted = raised(rows, limit, size)
-    if granted:
+    if granted is not None:
         return granted
-    if rows.exists():  # full, or made by another process after the update found none: this one decides
-        return raised(rows, limit, size)
     size = min(size, limit)
     try:
         with transaction.atomic(using=router.db_for_write(RateWindow)):
             RateWindow.objects.create(key=name, count=size, ends_at=ends_at)
     except IntegrityError:  # made meanwhile by a request of another process: counted there
-        return raised(rows, limit, size)
+        return raised(rows, limit, size) or 0
     RateWindow.objects.filter(ends_at__lt=time.time()).delete()
     return size
 
 
-def raised(rows: QuerySet[RateWindow], limit: int, size: int) -> int:
+def raised(rows: QuerySet[RateWindow], limit: int, size: int) -> int | None:
     """Raise the window's count by `size`, or by what is left (else by one) when fewer are left, unless at `limit`;
-    by how much it was (0 also when the row is missing)."""
+    by how much it was (0: full), or None when the row is missing (found so after the update: a row made meanwhile
+    by another process is counted in)."""
     if rows.filter(count__lte=limit - size).update(count=F("count") + size):
         return size
     current = rows.values_list("count", flat=True).first()
-    left = 0 if current is None else limit - current
+    if current is None:
+        return None
+    left = limit - current
     for taken in dict.fromkeys((min(size, left), 1)):
         if 1 <= taken <= left and rows.filter(count__lte=limit - taken).update(count=F("count") + taken):
             return taken

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from asgiref.sync import async_to_sync
 from django.core.management import call_command
+from django.db import connections, router
+from django.test.utils import CaptureQueriesContext
 
 from django_segment_seq.service import leases as leases_module
 from django_segment_seq.service import throttle
@@ -30,6 +32,10 @@ CACHES = {
     "database": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "segment_seq_lease_cache"},
     "file": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache"},
 }
+
+
+# The statements Django logs for its own transactions and savepoints (on some backends), not counted above.
+TRANSACTION_VERBS = {"BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK"}
 
 
 @pytest.fixture(params=list(CACHES))
@@ -89,23 +95,25 @@ def test_a_lease_grows_while_used_up_fast_and_stays_within_a_share_of_the_limit(
     assert Leases().size("small", 150) == 1 and held.size("busy", 150) == 1  # at most 1/100 of the limit
 
 
-def test_a_steady_busy_client_raises_the_shared_count_a_few_times_a_second(monkeypatch):
-    """A process serving one client 2,500 times a second (a worker of the fast path under load) takes a lease of
-    LEASE_MOST about every 0.4 s once it has grown: before, a lease lasted 0.1 s at most (256 or 512 requests),
-    and the database or cache write of each, about ten a second per worker, cost the rated fast path about 5 % of
-    its throughput on a 2-core machine (benchmarks/service_paths.py)."""
+@pytest.mark.parametrize("per_second", [2500, 9000])
+def test_a_steady_busy_client_raises_the_shared_count_about_once_a_second(monkeypatch, per_second):
+    """A process serving one client thousands of times a second (a worker of the fast path under load: 2,500 on
+    granian, 9,000 on uvicorn) takes a lease about once a second once it has grown. Before, a lease lasted 0.1 s
+    at most, then at most 1,024 requests (nine a second at 9,000), and each lease's statements, which take the GIL
+    back from the worker's busy event loop, cost the rated fast path 5 to 15 % of its throughput on a 2-core machine
+    (benchmarks/service_paths.py)."""
     clock = [0.0]
     monkeypatch.setattr(leases_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     held, window, taken = Leases(), (60, 1), []
-    for request in range(2500 * 4):
-        clock[0] = request / 2500
+    for request in range(per_second * 4):
+        clock[0] = request / per_second
         if not held.take("busy", window):
             size = held.size("busy", 10_000_000)
             held.add("busy", window, size, 1)
             taken.append((clock[0], size))
     steady = [size for at, size in taken if at >= 1.0]
-    assert steady and set(steady) == {LEASE_MOST}, taken
-    assert len(steady) <= 3 * 4, f"{len(steady)} leases in 3 s"
+    assert steady and min(steady) >= per_second * leases_module.LEASE_SECONDS, taken
+    assert len(steady) <= 2 * 3, f"{len(steady)} leases in 3 s"
 
 
 def test_a_lease_of_an_ended_window_admits_nothing():
@@ -155,6 +163,29 @@ def test_leases_never_admit_past_the_limit_under_concurrency(rate_cache):
     # 960 requests, 500 in the window's limit: what one process leased and did not use is at most one lease.
     assert len(admitted) == 8 and 500 - 5 <= sum(admitted) <= 500, admitted
     assert sum(rate_cache) <= 500
+
+
+def test_a_windows_count_costs_few_statements_on_the_counting_thread():
+    """Each statement of a count takes the GIL back from a busy event loop (see LEASE_MOST): a window's first count
+    sends four besides its transactions' (the update that finds no row, the read that says so, the row made, ended
+    rows deleted), not five (a second read asked again whether the row existed); a lease after it, one; a full
+    window, two."""
+    name, ends_at = f"segment_seq:rate:statements-{uuid.uuid4().hex}:3600:1", time.time() + 3600
+    connection = connections[router.db_for_write(RateWindow)]
+    with CaptureQueriesContext(connection) as first:
+        assert throttle.counted_in_rows(name, 10, ends_at, 4) == 4
+    with CaptureQueriesContext(connection) as lease:
+        assert throttle.counted_in_rows(name, 10, ends_at, 4) == 4
+    with CaptureQueriesContext(connection) as rest:
+        assert throttle.counted_in_rows(name, 10, ends_at, 4) == 2  # what is left
+    with CaptureQueriesContext(connection) as full:
+        assert throttle.counted_in_rows(name, 10, ends_at, 4) == 0
+    kinds = [
+        [verb for query in captured if (verb := query["sql"].split()[0].upper()) not in TRANSACTION_VERBS]
+        for captured in (first, lease, rest, full)
+    ]
+    assert kinds == [["UPDATE", "SELECT", "INSERT", "DELETE"], ["UPDATE"], ["UPDATE", "SELECT", "UPDATE"],
+                     ["UPDATE", "SELECT"]]  # fmt: skip
 
 
 def test_leases_are_forgotten_with_the_cache_they_were_counted_in(settings):
