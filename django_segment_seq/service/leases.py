@@ -3,9 +3,9 @@
 The segment idea, applied to rates: a process raises the window's shared count by a lease of several requests at
 once, then admits that many from memory. The shared count still bounds every process together (a lease is counted
 before it is used), so a client never gets more than its limit; what a process leased and did not use by the
-window's end is lost, so a client may get fewer. A lease is sized to what the process served of that client in the
-last LEASE_SECONDS (doubled while used up faster, halved while used slower), at most 1/LEASE_SHARE of the limit: a
-client seen rarely is counted one request at a time, as before.
+window's end is lost, so a client may get fewer. A lease is sized to what the process would serve of that client in
+LEASE_SECONDS at the pace it used its last lease, at most 1/LEASE_SHARE of the limit: a client seen rarely is counted
+one request at a time, as before, and one that turns busy has leases of its pace from its second lease on.
 """
 
 from __future__ import annotations
@@ -15,16 +15,18 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import length_hint
 
 # A lease lasts about this long at the rate the process serves its client (each costs a write of the shared count).
 LEASE_SECONDS = 0.5
 # A lease is at most this share of the limit, and at most LEASE_MOST requests. Each lease costs a worker of the fast
 # path more than its write: every statement the counting thread sends takes the GIL back from the busy event loop.
 # With at most 1,024, a worker serving 9,000 requests a second took nine leases a second, and a rated client ran
-# 15 % below one without a rate; with 8,192, about one. What a process may lose at a window's end stays within
-# the share.
+# 15 % below one without a rate; now about two. What a process may lose at a window's end stays within the share.
 LEASE_SHARE = 100
 LEASE_MOST = 8192
+# A lease used this fast or faster counts as used in this time (its pace is past any limit a lease may reach).
+SHORTEST_ELAPSED = 1e-6
 # The leases of this many clients at most are kept; past it, all are forgotten (their counts stay spent).
 LEASES_KEPT = 10_000
 
@@ -43,6 +45,8 @@ class Lease:
     size: int
     taken_at: float
     running_low: bool = False
+    # The requests it admits: its size, and what was left of the lease before it in the same window.
+    count: int = 0
 
 
 class Leases:
@@ -77,17 +81,17 @@ class Leases:
         return True
 
     def size(self, key: str, limit: int) -> int:
-        """How many requests of `key` to reserve next: 1 for a client not seen lately, then what it used up."""
+        """How many requests of `key` to reserve next: 1 for a client not seen lately, else what LEASE_SECONDS at the
+        pace of its last lease would use. (Doubling from 1 took a client that turned busy thirteen leases to reach
+        LEASE_MOST, each awaited by the requests that had used up the one before: a tenth of a second or more of
+        stalled requests on a busy worker, at each start of a burst.)"""
         most = max(1, min(LEASE_MOST, limit // LEASE_SHARE))
         lease = self.held.get(key)
         if lease is None:
             return 1
-        elapsed = time.monotonic() - lease.taken_at
-        if elapsed < LEASE_SECONDS:
-            return min(most, lease.size * 2)
-        if elapsed > 2 * LEASE_SECONDS:
-            return max(1, min(most, lease.size // 2))
-        return min(most, lease.size)
+        used = lease.count - length_hint(lease.tickets)
+        elapsed = max(time.monotonic() - lease.taken_at, SHORTEST_ELAPSED)
+        return max(1, min(most, round(used * LEASE_SECONDS / elapsed)))
 
     def add(self, key: str, window: Window, reserved: int, used: int) -> None:
         """Keep what is left of `reserved` requests counted in `window`'s shared count, `used` of them used now, with
@@ -101,7 +105,7 @@ class Leases:
             left = reserved - used
             if lease is not None and lease.window == window:
                 left += sum(1 for _ in lease.tickets)
-            self.held[key] = Lease(window, iter(range(left - 1, -1, -1)), reserved, time.monotonic())
+            self.held[key] = Lease(window, iter(range(left - 1, -1, -1)), reserved, time.monotonic(), count=left + used)
             self.low.discard(key)
 
     def add_coming(self, key: str, window: Window, reserved: int) -> None:
@@ -109,7 +113,9 @@ class Leases:
         with self.lock:
             if len(self.coming) >= LEASES_KEPT and key not in self.coming:
                 self.coming.clear()
-            self.coming[key] = Lease(window, iter(range(reserved - 1, -1, -1)), reserved, time.monotonic())
+            self.coming[key] = Lease(
+                window, iter(range(reserved - 1, -1, -1)), reserved, time.monotonic(), count=reserved
+            )
 
     def note_full(self, key: str, window: Window, limit: int) -> None:
         """`key`'s shared count of `window` was found at `limit`: nothing more is admitted in that window."""

@@ -84,15 +84,26 @@ def test_a_rarely_seen_client_is_counted_one_request_at_a_time():
     assert held.size("rare", 100_000) == 1
 
 
-def test_a_lease_grows_while_used_up_fast_and_stays_within_a_share_of_the_limit():
+def test_a_lease_is_sized_to_the_pace_of_the_last_and_stays_within_a_share_of_the_limit(monkeypatch):
+    """A client that turns busy gets a lease of its pace from its second lease on: doubling from one took it thirteen
+    leases to reach LEASE_MOST, each awaited by the requests that had used up the one before (on the fast path under
+    load, a tenth of a second or more of stalled requests on each worker at every start of a burst)."""
+    clock = [100.0]
+    monkeypatch.setattr(leases_module, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     held = Leases()
-    sizes = []
-    for _ in range(14):
-        size = held.size("busy", 1_000_000)
-        sizes.append(size)
-        held.add("busy", (3600, 1), size, size)  # used up at once
-    assert sizes[:4] == [1, 2, 4, 8] and max(sizes) == LEASE_MOST == sizes[-1]
-    assert Leases().size("small", 150) == 1 and held.size("busy", 150) == 1  # at most 1/100 of the limit
+    assert held.size("busy", 1_000_000) == 1  # not seen lately: one request at a time
+    held.add("busy", (3600, 1), 1, 1)
+    clock[0] += 0.002  # used up in 2 ms: 500 requests a second, so 250 in LEASE_SECONDS
+    assert held.size("busy", 1_000_000) == 500 * leases_module.LEASE_SECONDS
+    held.add("busy", (3600, 1), 250, 1)
+    for _ in range(124):
+        assert held.take("busy", (3600, 1))
+    clock[0] += 0.001  # half of it in 1 ms: far past what a lease may hold
+    assert held.size("busy", 1_000_000) == LEASE_MOST  # at most LEASE_MOST
+    assert held.size("busy", 150_000) == 1_500  # at most 1/100 of the limit
+    assert Leases().size("small", 150) == 1 and held.size("busy", 150) == 1
+    clock[0] += 60  # a slow pace since: the next lease shrinks with it
+    assert held.size("busy", 1_000_000) == round(125 * leases_module.LEASE_SECONDS / 60.001)
 
 
 @pytest.mark.parametrize("per_second", [2500, 9000])
