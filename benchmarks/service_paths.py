@@ -4,9 +4,10 @@ generator: requests and numbers a second, p50/p99 latency, blocks of 1 and 100.
     ./dev bench service-paths --db sqlite|mariadb|postgres [--server granian|uvicorn] [--cycles 5] [--seconds 2]
     python benchmarks/service_paths.py --db ... [--smoke] [--json PATH]
 
-Four ASGI applications, each on a server of its own of the same kind (granian when it is installed, the faster for
-the fast path here; else uvicorn, with httptools and uvloop when they are installed; 2 worker processes each by
-default) and the same cores:
+Several ASGI applications, each on a server of its own of the same kind (granian when it is installed, as in the
+earlier figures; else, or with `--server uvicorn`, uvicorn with httptools and uvloop when they are installed: which
+runs the fast path faster depends on the machine, docs/id-service.md; 2 worker processes each by default) and the
+same cores:
 
 - **bare**: benchmarks/bare_asgi.py, which reads the request and answers a constant JSON body (the server's limit);
 - **fast path**: the service project behind django_segment_seq.service.asgi.fast_ids();
