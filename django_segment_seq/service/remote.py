@@ -10,6 +10,7 @@ then a gap, never a repeat.
 from __future__ import annotations
 
 import json
+import math
 import random
 import threading
 import time
@@ -77,7 +78,7 @@ class RemoteSequence:
             self.left -= 1
             number = next(self.block)
             if self.ahead is None and self.left <= self.count * (1 - self.prefetch_at) and self.prefetch_at < 1:
-                self.ahead = _Ahead(self)
+                self.ahead = _Ahead.started(self)
             return number
 
     def __iter__(self) -> Iterator[int]:
@@ -95,22 +96,23 @@ class RemoteSequence:
         return ahead.result() if ahead is not None else None
 
     def fetch(self) -> range:
-        """One block from the service, with bounded retries; RemoteError or RemoteUnavailable when there is none."""
+        """One block from the service, with bounded retries; RemoteError or RemoteUnavailable when there is none.
+
+        Any failure but a refusal is an outage, whatever raised it (a reset, a reply cut short or not HTTP at all),
+        so no other exception leaves here, and each wait between attempts is finite and at most `max_wait`.
+        """
         problem = ""
         for attempt in range(self.retries + 1):
             try:
                 return self.request()
-            except urllib.error.HTTPError as exc:
-                body = _json(exc.read())
-                if exc.code not in RETRIED:
-                    raise RemoteError(exc.code, body) from None
-                problem = f"HTTP {exc.code}: {body.get('detail', '')}"
-                wait = _seconds(exc.headers.get("Retry-After")) or self.pause(attempt)
-            except (OSError, ValueError) as exc:  # URLError, timeouts, resets, a reply that is not JSON
-                problem = f"{type(exc).__name__}: {exc}"
-                wait = self.pause(attempt)
+            except RemoteError:
+                raise
+            except _Busy as exc:
+                problem, wait = exc.problem, exc.wait or self.pause(attempt)
+            except Exception as exc:  # noqa: BLE001 - http.client's errors, OSError, a reply that is not a block
+                problem, wait = f"{type(exc).__name__}: {exc}", self.pause(attempt)
             if attempt < self.retries:
-                time.sleep(min(wait, self.max_wait))
+                time.sleep(_bounded(wait, self.max_wait))
         raise RemoteUnavailable(f"{self.endpoint}: no block after {self.retries + 1} attempts; last: {problem}")
 
     def pause(self, attempt: int) -> float:
@@ -118,12 +120,27 @@ class RemoteSequence:
         return float(self.backoff * 2**attempt * (0.5 + random.random()))
 
     def request(self) -> range:
+        """One attempt: the block of a 200; RemoteError for a refusal, _Busy for a status worth asking again."""
         data = json.dumps({"count": self.count}).encode()
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         request = urllib.request.Request(self.endpoint, data=data, headers=headers, method="POST")
-        with urllib.request.urlopen(request, timeout=self.timeout) as response:
-            raw = response.read()
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            body, wait = _error_body(exc), _seconds(exc.headers.get("Retry-After"))
+            if exc.code not in RETRIED:
+                raise RemoteError(exc.code, body) from None
+            raise _Busy(f"HTTP {exc.code}: {body.get('detail', '')}", wait) from None
         return _block(raw)
+
+
+class _Busy(Exception):
+    """A status worth asking again (RETRIED), with the seconds its Retry-After asked for (None: none usable)."""
+
+    def __init__(self, problem: str, wait: float | None) -> None:
+        super().__init__(problem)
+        self.problem, self.wait = problem, wait
 
 
 class _Ahead:
@@ -135,11 +152,19 @@ class _Ahead:
         self.thread = threading.Thread(target=self.run, args=(owner,), daemon=True, name="RemoteSequence ahead")
         self.thread.start()
 
+    @classmethod
+    def started(cls, owner: RemoteSequence) -> _Ahead | None:
+        """A fetch ahead, or None when no thread can be started now (the block is then fetched when needed)."""
+        try:
+            return cls(owner)
+        except RuntimeError:
+            return None
+
     def run(self, owner: RemoteSequence) -> None:
         try:
             self.numbers = owner.fetch()
-        except (RemoteError, RemoteUnavailable):
-            self.numbers = None  # the caller fetches in the foreground and sees the error itself
+        except Exception:  # noqa: BLE001 - the caller fetches in the foreground and sees the error itself, no traceback
+            self.numbers = None
         finally:
             self.done.set()
 
@@ -172,8 +197,29 @@ def _json(raw: bytes) -> dict[str, Any]:
     return body if isinstance(body, dict) else {"detail": str(body)}
 
 
-def _seconds(header: str | None) -> float | None:
+def _error_body(error: urllib.error.HTTPError) -> dict[str, Any]:
+    """The JSON body of an answer other than 200; a detail saying so when it was cut short or could not be read."""
     try:
-        return float(header) if header else None
+        return _json(error.read())
+    except Exception as exc:  # noqa: BLE001 - IncompleteRead, a reset: the status alone says what happened
+        return {"detail": f"(body not read: {type(exc).__name__})"}
+    finally:
+        error.close()
+
+
+def _seconds(header: str | None) -> float | None:
+    """Retry-After's delay in seconds, at least 0 (a negative one is taken as 0, which leaves the wait to the
+    back-off); None when it is not a number (an HTTP date, garbage, NaN), so the back-off applies."""
+    try:
+        seconds = float(header) if header else None
     except ValueError:
         return None
+    if seconds is None or math.isnan(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+def _bounded(wait: float, most: float) -> float:
+    """A wait time.sleep() accepts: finite, from 0 to `most` (an infinite Retry-After waits `most`)."""
+    bounded = min(wait, most)
+    return bounded if math.isfinite(bounded) and bounded > 0 else 0.0

@@ -2,6 +2,8 @@
 and its import pulls in no Django. tests/processes/test_id_service.py runs it against the real service."""
 
 import json
+import re
+import socket
 import subprocess
 import sys
 import threading
@@ -114,7 +116,6 @@ def test_a_refusal_is_not_retried(stand_in, status):
 
 
 def test_a_server_that_does_not_answer_times_out_and_is_retried():
-    import socket
 
     with socket.socket() as silent:  # accepts connections (the backlog) and never answers
         silent.bind(("127.0.0.1", 0))
@@ -134,3 +135,127 @@ def test_importing_the_client_needs_no_django():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "RemoteSequence" in out.stdout
+
+
+class RawServer:
+    """A threaded socket server on 127.0.0.1 that reads each request and answers it with the next of `replies`, bytes
+    sent as they are (then a good block), closing the connection after each: odd replies no HTTP server would send."""
+
+    def __init__(self, replies: list[bytes]) -> None:
+        self.replies, self.requests, self.next = list(replies), 0, 1
+        self.lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/ids/"
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                peer, _address = self.listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self.answer, args=(peer,), daemon=True).start()
+
+    def answer(self, peer: socket.socket) -> None:
+        with peer:
+            count = read_request(peer)
+            with self.lock:
+                self.requests += 1
+                reply = self.replies.pop(0) if self.replies else None
+                if reply is None:
+                    body = json.dumps({"first": self.next, "last": self.next + count - 1}).encode()
+                    self.next += count
+                    reply = reply_bytes(b"200 OK", body)
+            peer.sendall(reply)
+            peer.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def read_request(peer: socket.socket) -> int:
+    """Read a request's head and body from `peer`; the count it asks for."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += peer.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?i)content-length:\s*(\d+)", head)[1])
+    while len(body) < length:
+        body += peer.recv(65536)
+    return int(json.loads(body)["count"])
+
+
+def reply_bytes(status: bytes, body: bytes, headers: bytes = b"", length: int | None = None) -> bytes:
+    """A whole HTTP/1.1 reply; `length` another Content-Length than the body's own (a body cut short)."""
+    size = len(body) if length is None else length
+    head = b"HTTP/1.1 " + status + b"\r\nContent-Type: application/json\r\nConnection: close\r\n" + headers
+    return head + b"Content-Length: %d\r\n\r\n" % size + body
+
+
+@pytest.fixture
+def raw_server():
+    made = []
+
+    def make(replies: list[bytes]) -> RawServer:
+        made.append(RawServer(replies))
+        return made[-1]
+
+    yield make
+    for server in made:
+        server.close()
+
+
+BLOCK = b'{"first": 1, "last": 100}'
+ODD_REPLIES = {
+    # A 200 whose body is cut short: http.client.IncompleteRead.
+    "cut-short": reply_bytes(b"200 OK", BLOCK[:10], length=len(BLOCK)),
+    # A 503 whose body is cut short: its status says enough.
+    "cut-short-503": reply_bytes(b"503 Service Unavailable", b'{"detail"', length=40),
+    # Not HTTP at all: http.client.BadStatusLine.
+    "not-http": b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+    # 120 header lines: HTTPException("got more than 100 headers").
+    "120-headers": reply_bytes(b"200 OK", BLOCK, b"".join(b"X-Filler-%d: x\r\n" % n for n in range(120))),
+    # A header line longer than http.client reads: LineTooLong.
+    "long-header": reply_bytes(b"200 OK", BLOCK, b"X-Long: " + b"x" * 70_000 + b"\r\n"),
+    # A chunked body that stops mid-chunk.
+    "cut-chunk": b'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n40\r\n{"first"',
+}
+
+
+@pytest.mark.parametrize("reply", list(ODD_REPLIES))
+def test_an_odd_reply_is_an_outage_retried_then_unavailable_never_a_traceback(raw_server, reply):
+    # Before: IncompleteRead, BadStatusLine, HTTPException and LineTooLong came out of next() on the first attempt.
+    server = raw_server([ODD_REPLIES[reply]] * 2)
+    remote = RemoteSequence(server.url, "t", "order", retries=1, backoff=0.01, prefetch_at=1, timeout=5)
+    with pytest.raises(RemoteUnavailable, match="no block after 2 attempts"):
+        remote.next()
+    assert server.requests == 2
+    assert remote.next() == 1 and server.requests == 3  # the server mended: the next request's block
+
+
+@pytest.mark.parametrize("reply", list(ODD_REPLIES))
+def test_an_odd_reply_to_the_fetch_ahead_prints_no_traceback(raw_server, reply, monkeypatch, capsys):
+    # Before: the background thread died with the exception, and threading's hook printed its traceback.
+    hooked = []
+    monkeypatch.setattr(threading, "excepthook", hooked.append)
+    server = raw_server([reply_bytes(b"200 OK", b'{"first": 1, "last": 10}'), ODD_REPLIES[reply]])
+    remote = RemoteSequence(server.url, "t", "order", count=10, retries=0, backoff=0.01, prefetch_at=0.2)
+    assert [remote.next() for _ in range(10)] == list(range(1, 11))  # the fetch ahead failed: one more in front
+    assert remote.next() == 1 and server.requests == 3
+    assert hooked == [] and "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("retry_after", "waits_most"), [("-1", False), ("-inf", False), ("nan", False),
+                                                          ("inf", True), ("1e999", True), ("soon", False)])  # fmt: skip
+def test_a_bad_retry_after_is_clamped_and_capped(raw_server, retry_after, waits_most):
+    # Before: "-1" and "-inf" were ValueError("sleep length must be non-negative") out of next(), "nan"
+    # ValueError("Invalid value NaN"); the sleep sat outside the handled path.
+    header = b"Retry-After: " + retry_after.encode() + b"\r\n"
+    server = raw_server([reply_bytes(b"503 Service Unavailable", b'{"detail": "busy"}', header)])
+    remote = RemoteSequence(server.url, "t", "order", retries=1, backoff=0.01, max_wait=0.5, prefetch_at=1)
+    started = time.monotonic()
+    assert remote.next() == 1 and server.requests == 2
+    took = time.monotonic() - started
+    assert took < 0.5 + 1.0, took  # capped at max_wait: it waits at most that long
+    assert (took >= 0.5) == waits_most, took  # an infinite one waits max_wait, a negative or NaN one the back-off
