@@ -1,9 +1,12 @@
-"""Move a sequence past the highest number stored in its column, after data numbered elsewhere was imported."""
+"""Move sequence rows past the highest numbers stored in a column, after data numbered elsewhere was imported or numbers
+were made in code: the row of each period and scope the stored numbers belong to."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import string
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from types import SimpleNamespace
@@ -14,18 +17,21 @@ from django.db import models, router
 from django.db.models import Max, Q
 
 from django_segment_seq.api import clear_cache
+from django_segment_seq.audit.texts import TextReader
 from django_segment_seq.db.columns import concrete_field
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import DERIVED_MARK, row_name, validate_sequence_name
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
-from django_segment_seq.fields.labels import sequence_field
 from django_segment_seq.fields.sequence import FormattedSequenceField
-from django_segment_seq.flow import formats as formatting
 from django_segment_seq.flow.derived import ensure_row
+from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.parsing import DATE_DIRECTIVES, FormatParser, TextNumbers
+from django_segment_seq.flow.resets import key_problem
+from django_segment_seq.flow.rules import NumberRule
 from django_segment_seq.flow.scopes import scope_key, scope_names
+from django_segment_seq.numbered import MissingScope, NumberedColumn, find_rule, numbered_column, rules_of_sequence
 
 if TYPE_CHECKING:
     from django_segment_seq.flow.resets import Reset
@@ -52,26 +58,18 @@ class SyncResult:
     after: int | None
     unreadable: int = 0  # texts of the column the format could not read back (other shapes), ignored
     # Of a column seeded from (not a SequenceField): how many stored numbers lie at or below `before`, where the
-    # ranges processes cached before the move lie; None when the row was missing (no process held a range of it).
+    # ranges processes cached before the move lie; None when not counted (the row was missing, or moved meanwhile).
     at_or_below: int | None = None
+    created: bool = False  # the row was missing and made now: no process held a range of it
+
+    @property
+    def safe_for_running_processes(self) -> bool:
+        """Whether no process running now can hand out a stored number of this row from a range it took before."""
+        return self.created or self.at_or_below == 0
 
     @property
     def moved(self) -> bool:
         return self.before != self.after
-
-
-def unscoped_field(model: type[models.Model], field_name: str) -> SequenceFieldBase:
-    """fields.labels.sequence_field() for sync, which moves one row per column, not one per scope."""
-
-    field = sequence_field(model, field_name)
-    names = scope_names(field.scope)
-    if names:
-        raise ValueError(
-            f"{model._meta.label}.{field_name} is scoped by {', '.join(names)}: sync moves one counter per column "
-            "and does not handle scopes. Move a scope's row past its stored numbers in the admin (its value); "
-            "backfill moves the rows of every scope it numbers in past their stored numbers itself."
-        )
-    return field
 
 
 def empty_values(field: models.Field[Any, Any]) -> Q:
@@ -80,15 +78,6 @@ def empty_values(field: models.Field[Any, Any]) -> Q:
     if isinstance(field, FormattedSequenceField):
         empty |= Q(**{field.name: ""})
     return empty
-
-
-def current_target(field: SequenceFieldBase) -> tuple[Target, datetime | None]:
-    """The row of an unscoped field that a row without a reset_on date takes its number from now, and now."""
-    moment = formatting.now()
-    if not isinstance(field, FormattedSequenceField):
-        return (None, None), None
-    period = field.reset_rule.key(moment)
-    return (None, period), (moment if period is not None else None)
 
 
 def scope_fields(model: type[models.Model], field: SequenceFieldBase) -> list[models.Field[Any, Any]]:
@@ -274,18 +263,6 @@ def highest_per_row(
     return highest, unreadable
 
 
-def highest_stored(
-    model: type[models.Model], field: SequenceFieldBase, *, using: str | None = None
-) -> tuple[int | None, int]:
-    """The highest number in the column (for a reset field: in the current period's texts) and how many were unreadable.
-
-    A formatted field's texts are read back through its format; UnparseableFormat when that cannot be done.
-    """
-    target, moment = current_target(field)
-    highest, unreadable = highest_per_row(model, field, {target: moment}, using=using)
-    return highest.get(target), unreadable
-
-
 def move_past(
     sequence_name: str, target: Target, highest: int, *, stored_in: str, cap: int | None = None
 ) -> SyncResult:
@@ -299,10 +276,12 @@ def move_past(
     name = row_name(sequence_name, scope, period)
     alias = sequence_database()
     row = Sequence._base_manager.using(alias).filter(name=name).first()
+    created = row is None
     if row is None:
         derived = period is not None or scope is not None
         ensure_row(alias, name, base_name=sequence_name if derived else None, period=period, cap=cap)
         row = Sequence._base_manager.using(alias).get(name=name)
+        created = row.value < row.min_value  # not already used by a process that made it meanwhile
     before = row.value
     if highest > row.max_value:
         raise ValueError(
@@ -312,7 +291,7 @@ def move_past(
     if highest > row.value:
         row.value = highest
         row.save(update_fields=["value"])  # a conditional, forward-only UPDATE
-    return SyncResult(name, highest, before, row.value)
+    return SyncResult(name, highest, before, row.value, created=created)
 
 
 def sync_rows(
@@ -342,6 +321,36 @@ def sync_rows(
         clear_cache()
 
 
+@dataclass(frozen=True)
+class SyncReport:
+    """What sync_sequence() found and did: each row that numbers stored belong to, in name order, and the texts it
+    could not place in one (another shape, a period it cannot tell, an empty scope value)."""
+
+    label: str
+    sequence_name: str
+    rows: tuple[SyncResult, ...]
+    unreadable: int = 0
+    empty_scope: int = 0  # rows whose scope value is empty: no counter holds their number
+    seeded: bool = False  # from a column no SequenceField fills: numbers made in code, or before the app came
+    read_by: str = ""  # how the stored values were read, for the report ("the rule tests.rules.INVOICE")
+
+    @property
+    def highest(self) -> int | None:
+        """The highest number read over every row; None when the column holds none."""
+        return max((row.highest for row in self.rows if row.highest is not None), default=None)
+
+    @property
+    def moved(self) -> list[SyncResult]:
+        return [row for row in self.rows if row.moved]
+
+    def row(self, name: str) -> SyncResult:
+        """The result of the row named `name`; KeyError when no number stored belongs to it."""
+        for result in self.rows:
+            if result.row_name == name:
+                return result
+        raise KeyError(name)
+
+
 def sync_sequence(
     model: type[models.Model],
     field_name: str,
@@ -349,37 +358,377 @@ def sync_sequence(
     sequence: str | None = None,
     pattern: str | None = None,
     format: str | None = None,
+    rule: NumberRule | str | None = None,
+    scope_from: Mapping[str, str] | None = None,
     using: str | None = None,
-) -> SyncResult:
-    """Move the field's sequence row (its current period's, with reset) past the highest value stored; never backwards.
+) -> SyncReport:
+    """Move every sequence row the stored numbers of a column belong to past the highest of them, creating the rows
+    that are missing; never backwards. Then forgets this process's cached ranges.
 
-    A column that is not a SequenceField (numbers made in code, or by another system) seeds the row of `sequence`:
-    an integer column as stored, a text column read by `format` (a SequenceField format), by `pattern` (a regular
-    expression whose group `value`, or only group, is the number) or, without either, as a whole decimal number
-    (flow/parsing.py's TextNumbers). Creates the row when missing, then forgets this process's cached ranges, so its
-    next number is above every stored one. Other running processes keep their cached ranges until they use them up: see
-    SyncResult.at_or_below. ValueError for a column or option that cannot be read, and when the highest value is
-    above the row's maximum; UnparseableFormat for formats that cannot be read back.
+    Each stored value is read into its number, its period and its scope: a SequenceField by its own rule (the
+    period its text shows, the scope its scope fields hold); a column no SequenceField fills (numbers made in code,
+    or by another system) by the rule it was numbered by (`rule`: a NumberRule, its import path or the label of a
+    SequenceField it is shared with; else the rule of the SequenceFields declared with `sequence`), read through the
+    rule's format, `format`, or `pattern` (a regular expression whose group `value`, or only group, is the number,
+    `period` the period's key, and a group named after a scope name that scope's value). A scope the texts do not
+    show is read from the column `scope_from` names for it, else the model's column of the scope's name. Without a
+    rule the sequence's own row is moved, and a sequence that shows it counts per period or scope is refused.
+
+    ValueError for a column, option or rule that cannot be read (MissingScope naming the rows and the command that
+    seeds them), and when a highest value is above its row's maximum (rows moved before it stay moved);
+    UnparseableFormat for formats that cannot be read back.
     """
+    plan = _plan(model, field_name, sequence=sequence, pattern=pattern, format=format, rule=rule, scope_from=scope_from)
+    alias = using or router.db_for_read(model)
+    return plan.run(alias)
 
-    column = stored_column(model, field_name)
-    if not isinstance(column, SequenceFieldBase):
-        return seed_from_column(model, column, sequence, pattern=pattern, format=format, using=using)
-    if (sequence, pattern, format) != (None, None, None):
-        raise ValueError(
-            f"{model._meta.label}.{field_name} is a SequenceField, read by its own sequence and format: "
-            "leave out the sequence, pattern and format."
+
+# One stored value read back: its number, the scope values its text shows by scope name, and its period key.
+Reading = tuple[int, dict[str, str], str | None]
+
+
+@dataclass
+class _Plan:
+    """How one column's stored values are read into rows of one sequence (see sync_sequence())."""
+
+    column: NumberedColumn
+    read: Callable[[Any], Reading | None]
+    prefix: str = ""
+    seeded: bool = False
+    read_by: str = ""
+    reads_period: bool = False
+
+    def run(self, alias: str) -> SyncReport:
+        column = self.column
+        sequence_name = column.sequence_name
+        before = dict(
+            Sequence._base_manager.using(sequence_database())
+            .filter(Q(name=sequence_name) | Q(base_name=sequence_name))
+            .values_list("name", "value")
         )
-    field = unscoped_field(model, field_name)
-    target, moment = current_target(field)
-    results, unreadable = sync_rows(model, field, {target: moment}, using=using)
-    if results:
-        result = results[0]
-        return SyncResult(result.row_name, result.highest, result.before, result.after, unreadable)
-    name = row_name(field.sequence_name, *target)
-    row = Sequence._base_manager.using(sequence_database()).filter(name=name).first()
-    value = row.value if row is not None else None
-    return SyncResult(name, None, value, value, unreadable)
+        rows = model_rows(column, alias)
+        unreadable = empty_scope = 0
+        if self.prefix:
+            prefixed = Q(**{f"{column.name}__startswith": self.prefix})
+            unreadable = rows.exclude(prefixed).count()  # counted by the database, not read
+            rows = rows.filter(prefixed)
+        highest: dict[Target, int] = {}
+        below: dict[Target, int] = {}
+        names: dict[Target, str] = {}
+        attnames = column.scope_attnames
+        keys: dict[tuple[Any, ...], str | None] = {}
+        stream = rows.values_list(*attnames, column.name).iterator(chunk_size=SCAN_CHUNK)
+        if not column.rule.scope_names and not self.reads_period and not column.is_text:
+            stream = _aggregated(rows, column.name, before.get(sequence_name))  # one counter: asked of the database
+        for *values, stored in stream:
+            reading = self.read(stored)
+            if reading is None:
+                unreadable += 1
+                continue
+            number, shown, period = reading
+            if self.reads_period and period is None:
+                unreadable += 1
+                continue
+            scope: str | None = None
+            if column.rule.scope_names:
+                given = {**shown, **column.row_values(tuple(values))}
+                cache_key = tuple(sorted(given.items(), key=lambda item: item[0]))
+                if cache_key not in keys:
+                    try:
+                        keys[cache_key] = column.scope_of(given)
+                    except SequenceScopeError:
+                        keys[cache_key] = None
+                scope = keys[cache_key]
+                if scope is None:
+                    empty_scope += 1
+                    continue
+            target = (scope, period)
+            if target not in names:
+                try:
+                    names[target] = row_name(sequence_name, scope, period)
+                except SequenceScopeError as exc:
+                    raise ValueError(str(exc)) from None
+            count = 1
+            if isinstance(number, tuple):  # (highest, how many at or below the row's value) from the database
+                number, count = number
+            if target not in highest or number > highest[target]:
+                highest[target] = number
+            value = before.get(names[target])
+            if value is not None and (count > 1 or number <= value):
+                below[target] = below.get(target, 0) + count
+        cap = column.flow.cap if column.flow is not None else None
+        results = []
+        try:
+            for target in sorted(highest, key=lambda target: names[target]):
+                moved = move_past(sequence_name, target, highest[target], stored_in=column.label, cap=cap)
+                counted = before.get(moved.row_name)
+                at_or_below = below.get(target, 0) if counted is not None and counted == moved.before else None
+                results.append(dataclasses.replace(moved, at_or_below=at_or_below))
+        finally:
+            clear_cache()
+        return SyncReport(
+            column.label, sequence_name, tuple(results), unreadable, empty_scope, self.seeded, self.read_by
+        )
+
+
+def _aggregated(rows: models.QuerySet[Any], name: str, before: int | None) -> Iterator[tuple[Any, ...]]:
+    """The one counter of an integer column as the scan's single row: (highest, how many lie at or below `before`),
+    computed by the database."""
+    highest = rows.aggregate(highest=Max(name))["highest"]
+    if highest is None:
+        return
+    count = 0 if before is None else rows.filter(**{f"{name}__lte": before}).count()
+    yield ((highest, count),)
+
+
+def model_rows(column: NumberedColumn, alias: str) -> models.QuerySet[Any]:
+    """The rows of the column's model that hold a value: not NULL, and for a text column not ''."""
+    rows = column.model._base_manager.db_manager(alias).exclude(**{f"{column.name}__isnull": True})
+    if column.is_text:
+        rows = rows.exclude(**{column.name: ""})
+    return rows.order_by()
+
+
+def _plan(
+    model: type[models.Model],
+    field_name: str,
+    *,
+    sequence: str | None,
+    pattern: str | None,
+    format: str | None,
+    rule: NumberRule | str | None,
+    scope_from: Mapping[str, str] | None,
+) -> _Plan:
+    """The column, its rule and its reader, or ValueError saying which option is wrong or missing."""
+    label = f"{model._meta.label}.{field_name}"
+    column = stored_column(model, field_name)
+    if pattern is not None and format is not None:
+        raise ValueError("give a pattern or a format, not both")
+    if isinstance(column, SequenceFieldBase):
+        if (sequence, pattern, format, rule) != (None, None, None, None) or scope_from:
+            raise ValueError(
+                f"{label} is a SequenceField, read by its own sequence and format: "
+                "leave out the sequence, pattern, format, rule and scope columns."
+            )
+        numbered = numbered_column(model, field_name)
+        return _reader_plan(numbered, None, None, seeded=False, read_by="")
+    if not isinstance(column, (models.IntegerField, models.CharField, models.TextField)):
+        raise ValueError(f"{label} is a {type(column).__name__}: seeding reads an integer or a text column.")
+    if isinstance(column, models.IntegerField) and (pattern, format) != (None, None):
+        raise ValueError(f"{label} holds integers: a pattern or a format reads texts.")
+    if rule is None:
+        if sequence is None:
+            raise ValueError(
+                f"{label} is a {type(column).__name__}, not a SequenceField: name the sequence whose rows to move "
+                "past its numbers (--sequence NAME), or the rule its numbers were made by (--rule)."
+            )
+        _check_sequence_name(sequence)
+        declared = rules_of_sequence(sequence)
+        if len(set(declared.values())) > 1:
+            raise ValueError(
+                f"sequence {sequence!r} is numbered by several rules ({', '.join(sorted(declared))}): name the one "
+                f"{label}'s numbers were made by (--rule)."
+            )
+        if declared:
+            rule = next(iter(sorted(declared)))
+    else:
+        found, _owner = find_rule(rule)
+        if sequence is not None and sequence != found.sequence_name:
+            raise ValueError(
+                f"the rule numbers sequence {found.sequence_name!r}, not {sequence!r}: leave out --sequence."
+            )
+        sequence = found.sequence_name
+    if rule is not None:
+        found, _owner = find_rule(rule)
+        if format is not None and found.flow is not None and format != found.flow.source:
+            raise ValueError(
+                f"the rule {rule} makes its texts by its own format {found.flow.source!r}, not {format!r}: leave "
+                "out --format (or read texts of another shape with --pattern)."
+            )
+        if format is not None and found.flow is not None:
+            format = None  # the rule's own, read with its reset
+        read_by = f"the rule {rule}" if isinstance(rule, str) else f"the rule of sequence {found.sequence_name!r}"
+        shown = _shown_names(found, pattern, isinstance(column, models.IntegerField))
+        try:
+            numbered = numbered_column(model, field_name, rule, scope_from=scope_from, shown=shown)
+        except MissingScope as exc:
+            raise MissingScope(exc.label, exc.rule, exc.names, _seed_hint(label, rule, exc.rule, exc.names)) from None
+        return _reader_plan(numbered, pattern, format, seeded=True, read_by=read_by)
+    assert sequence is not None
+    if scope_from:
+        raise ValueError("--scope-from reads a scope of a rule: name the rule (--rule).")
+    _refuse_base_only(label, sequence, pattern, format)
+    numbered = NumberedColumn(model, column, NumberRule(sequence))
+    return _reader_plan(numbered, pattern, format, seeded=True, read_by="")
+
+
+def _check_sequence_name(sequence: str) -> None:
+    try:
+        validate_sequence_name(sequence)
+    except ValidationError as exc:
+        raise ValueError(f"sequence {sequence!r}: {' '.join(exc.messages)}") from None
+    if DERIVED_MARK in sequence:
+        raise ValueError(
+            f"sequence {sequence!r} names a period or scope row; seed the sequence (--sequence NAME, or --rule), "
+            "whose rows of each period and scope the stored numbers name are moved."
+        )
+
+
+def _refuse_base_only(label: str, sequence: str, pattern: str | None, format: str | None) -> None:
+    """ValueError when the sequence shows it counts per period or scope, which its own row alone does not seed."""
+    rule_hint = (
+        f"name the rule {label}'s numbers were made by, so each period's and scope's row is moved: "
+        f"segment_seq sync {label} --rule module.RULE (a NumberRule, or the label of a SequenceField it is "
+        "shared with)"
+    )
+    derived = list(
+        Sequence._base_manager.using(sequence_database())
+        .filter(base_name=sequence)
+        .order_by("name")
+        .values_list("name", flat=True)[:4]
+    )
+    if derived:
+        shown = ", ".join(derived[:3]) + (", ..." if len(derived) > 3 else "")
+        raise ValueError(
+            f"sequence {sequence!r} counts in rows per period or scope ({shown}), which seeding its own row would "
+            f"not move: {rule_hint}."
+        )
+    if format is not None:
+        flow = FlowFormat(format)
+        FormatParser(flow)  # UnparseableFormat first: a format that cannot be read back seeds nothing at all
+        if flow.date_specs or flow.period_specs:
+            raise ValueError(
+                f"the format {format!r} shows a {'period' if flow.period_specs else 'date'}: a sequence that resets "
+                "counts each period in a row of its own, which seeding its own row would not move. "
+                f"{rule_hint[0].upper()}{rule_hint[1:]}; a rule without reset moves the sequence's own row."
+            )
+    if pattern is not None:
+        try:
+            groups = set(re.compile(pattern).groupindex) - {"value"}
+        except re.error:
+            groups = set()  # TextNumbers says what is wrong with it
+        if groups:
+            raise ValueError(
+                f"the pattern names {', '.join(sorted(groups))}: a period or scope counts in a row of its own, which "
+                f"only the rule names: {rule_hint}."
+            )
+
+
+def _seed_hint(label: str, reference: NumberRule | str, rule: NumberRule, names: list[str]) -> str:
+    """The commands that seed the rows of a scope no text or column shows: by a column, or row by row."""
+    named = reference if isinstance(reference, str) else "module.RULE"
+    scope = " ".join(f"--scope {name}=VALUE" for name in rule.scope_names)
+    period = " --period KEY" if rule.reset_rule.is_named or rule.reset_rule.is_callable else ""
+    first = names[0]
+    return (
+        f"Name the column that holds it: segment_seq sync {label} --rule {named} --scope-from {first}=COLUMN; or "
+        f"seed each row by itself: segment_seq set {rule.sequence_name} {scope}{period} --min N (N: one above the "
+        "highest number stored in that row)."
+    )
+
+
+def _shown_names(rule: NumberRule, pattern: str | None, integers: bool) -> frozenset[str]:
+    """The scope names the stored texts show: a pattern's groups named so, else the format's plain {instance.NAME}."""
+    names = set(rule.scope_names)
+    if integers:
+        return frozenset()
+    if pattern is not None:
+        try:
+            return frozenset(set(re.compile(pattern).groupindex) & names)
+        except re.error:
+            return frozenset()
+    if rule.flow is None or rule.flow.is_callable:
+        return frozenset()
+    shown = set()
+    for _literal, placeholder, spec, conversion in string.Formatter().parse(rule.flow.source):
+        if placeholder and placeholder.startswith("instance.") and not spec and conversion is None:
+            shown.add(placeholder.removeprefix("instance."))
+    return frozenset(shown & names)
+
+
+def _reader_plan(
+    column: NumberedColumn, pattern: str | None, format: str | None, *, seeded: bool, read_by: str
+) -> _Plan:
+    """A plan that reads the column's values by `pattern`, else by the rule's format, else as whole numbers."""
+    rule = column.rule
+    periodic = column.periodic
+    if not column.is_text:
+        if periodic:
+            raise ValueError(
+                f"{column.label} holds integers, and sequence {rule.sequence_name!r} resets per period: its periods "
+                "are told by texts."
+            )
+        return _Plan(column, _integer, "", seeded, read_by, False)
+    if pattern is not None:
+        reader = _PatternReader(pattern, rule)
+        if periodic and not reader.has_period:
+            raise ValueError(
+                f"sequence {rule.sequence_name!r} resets per period, and the pattern names no group 'period': add "
+                "one holding the period's key (2026, 2026-11, ...), or read the texts by the rule's format (leave "
+                "out --pattern)."
+            )
+        return _Plan(column, reader.read, "", seeded, read_by, periodic)
+    if format is not None and rule.flow is None:
+        column = dataclasses.replace(column, rule=NumberRule(rule.sequence_name, format=format, scope=rule.scope))
+        rule = column.rule
+    if rule.flow is None:
+        numbers = TextNumbers()
+        return _Plan(column, lambda stored: _whole(numbers, stored), "", seeded, read_by, False)
+    texts = TextReader(column)  # UnparseableFormat when the format cannot be read back
+    shown = set(rule.scope_names) - set(column.scope_columns)
+
+    def read(stored: Any) -> Reading | None:
+        reading = texts.read(stored)
+        if reading is None:
+            return None
+        values = texts.instance_texts(stored) if shown else {}
+        return reading[0], {name: values[name] for name in shown if name in values}, reading[1]
+
+    prefix = texts.parser.prefix if len(texts.parsers) == 1 else ""
+    return _Plan(column, read, prefix, seeded, read_by, periodic)
+
+
+def _integer(stored: Any) -> Reading:
+    """An integer column's value; the fast path's (highest, count at or below) passes through as it is."""
+    return (stored if isinstance(stored, tuple) else int(stored)), {}, None  # type: ignore[return-value]
+
+
+def _whole(numbers: TextNumbers, stored: Any) -> Reading | None:
+    number = numbers.number(stored)
+    return None if number is None else (number, {}, None)
+
+
+class _PatternReader:
+    """Reads texts by a regular expression that matches a whole text: its group `value` (or only group) the number,
+    `period` the period's key, and each group named after a scope name that scope's value."""
+
+    def __init__(self, pattern: str, rule: NumberRule) -> None:
+        self.numbers = TextNumbers(pattern=pattern)  # ValueError for a pattern that is not one, or unclear groups
+        self.regex = re.compile(pattern)
+        groups = set(self.regex.groupindex)
+        self.scopes = sorted(groups & set(rule.scope_names))
+        self.has_period = "period" in groups
+        unknown = groups - {"value", "period", *rule.scope_names}
+        if unknown:
+            names = ", ".join(rule.scope_names) or "none"
+            raise ValueError(
+                f"the pattern names the groups {', '.join(sorted(unknown))}, which are neither 'value', 'period' nor "
+                f"a scope of sequence {rule.sequence_name!r} (its scope: {names})."
+            )
+
+    def read(self, stored: Any) -> Reading | None:
+        number = self.numbers.number(stored)
+        if number is None:
+            return None
+        found = self.regex.fullmatch(stored)
+        assert found is not None
+        period = found["period"] if self.has_period else None
+        if period is not None and key_problem(period) is not None:
+            return None
+        shown = {name: found[name] for name in self.scopes if found[name]}
+        if len(shown) != len(self.scopes):
+            return None  # a scope group that matched nothing: no counter to put the number in
+        return number, shown, period
 
 
 def stored_column(model: type[models.Model], field_name: str) -> models.Field[Any, Any]:
@@ -391,75 +740,3 @@ def stored_column(model: type[models.Model], field_name: str) -> models.Field[An
     if not isinstance(column, models.Field) or not column.concrete:
         raise ValueError(f"{model._meta.label}.{field_name} is not a column of the table.")
     return column
-
-
-def seed_from_column(
-    model: type[models.Model],
-    column: models.Field[Any, Any],
-    sequence: str | None,
-    *,
-    pattern: str | None = None,
-    format: str | None = None,
-    using: str | None = None,
-) -> SyncResult:
-    """Move the row of `sequence` past the highest number stored in a column no SequenceField fills, creating it
-    when missing; then forget this process's cached ranges. See sync_sequence()."""
-    label = f"{model._meta.label}.{column.name}"
-    if sequence is None:
-        raise ValueError(
-            f"{label} is a {type(column).__name__}, not a SequenceField: name the sequence whose row to move "
-            "past its numbers (--sequence NAME)."
-        )
-    try:
-        validate_sequence_name(sequence)
-    except ValidationError as exc:
-        raise ValueError(f"sequence {sequence!r}: {' '.join(exc.messages)}") from None
-    if DERIVED_MARK in sequence:
-        raise ValueError(
-            f"sequence {sequence!r} names a period or scope row; seed the sequence's own row, whose minimum its "
-            "new periods and scopes start from (segment_seq set NAME --min)."
-        )
-    row = Sequence._base_manager.using(sequence_database()).filter(name=sequence).first()
-    before = None if row is None else row.value
-    rows = model._base_manager.db_manager(using or router.db_for_read(model)).exclude(
-        **{f"{column.name}__isnull": True}
-    )
-    if isinstance(column, models.IntegerField):
-        if (pattern, format) != (None, None):
-            raise ValueError(f"{label} holds integers: a pattern or a format reads texts.")
-        highest = rows.aggregate(highest=Max(column.name))["highest"]
-        at_or_below = None if before is None else rows.filter(**{f"{column.name}__lte": before}).count()
-        unreadable = 0
-    elif isinstance(column, (models.CharField, models.TextField)):
-        highest, at_or_below, unreadable = _highest_text(
-            rows, column.name, TextNumbers(pattern=pattern, format=format), before
-        )
-    else:
-        raise ValueError(f"{label} is a {type(column).__name__}: seeding reads an integer or a text column.")
-    if highest is None:
-        return SyncResult(sequence, None, before, before, unreadable, at_or_below)
-    try:
-        moved = move_past(sequence, (None, None), highest, stored_in=label)
-    finally:
-        clear_cache()
-    return SyncResult(moved.row_name, highest, before, moved.after, unreadable, at_or_below)
-
-
-def _highest_text(
-    rows: models.QuerySet[Any], name: str, reader: TextNumbers, before: int | None
-) -> tuple[int | None, int | None, int]:
-    """The highest number the texts of column `name` show, how many lie at or below `before` (None without a row),
-    and how many texts could not be read."""
-    if reader.prefix:
-        rows = rows.filter(**{f"{name}__startswith": reader.prefix})
-    highest: int | None = None
-    at_or_below = 0
-    unreadable = 0
-    for text in rows.exclude(**{name: ""}).values_list(name, flat=True).iterator(chunk_size=SCAN_CHUNK):
-        number = reader.number(text)
-        if number is None:
-            unreadable += 1
-            continue
-        highest = number if highest is None else max(highest, number)
-        at_or_below += before is not None and number <= before
-    return highest, (None if before is None else at_or_below), unreadable

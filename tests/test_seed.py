@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 from django_segment_seq import next_value, next_values
 from django_segment_seq.models import Sequence
 from django_segment_seq.sync import sync_sequence
+from tests import seed_models  # noqa: F401 - its models' tables are made with testapp's
 from tests.conftest import ROOT, assert_unique, worker_env
 from tests.testapp.models import LegacyOrder
 
@@ -41,10 +42,10 @@ def test_a_text_column_seeds_a_row_that_does_not_exist_yet():
 
 def test_an_integer_column_seeds_the_row_and_never_moves_it_back():
     legacy_orders(serials=[7, 4000, 12])
-    result = sync_sequence(LegacyOrder, "serial", sequence="ticket")
-    assert (result.row_name, result.highest, result.before, result.after) == ("ticket", 4000, None, 4000)
+    (result,) = sync_sequence(LegacyOrder, "serial", sequence="ticket").rows
+    assert (result.row_name, result.highest, result.created, result.after) == ("ticket", 4000, True, 4000)
     next_values("ticket", 10)  # 4001..4010
-    again = sync_sequence(LegacyOrder, "serial", sequence="ticket")
+    (again,) = sync_sequence(LegacyOrder, "serial", sequence="ticket").rows
     assert (again.before, again.after, again.moved) == (5000, 5000, False)  # this process took 4001..5000
 
 
@@ -53,15 +54,18 @@ def test_an_integer_column_seeds_the_row_and_never_moves_it_back():
     [
         (["--pattern", "ORD-(?P<value>[0-9]+)-X"], ["ORD-000120-X", "ORD-7-X", "ORD-x-X", "legacy"], 120, 2),
         (["--pattern", "#([0-9]+)"], ["#5", "#17", "17"], 17, 1),
-        (["--format", "{date:%Y}-{value:06d}"], ["2025-000900", "2026-000123", "2026-12", "100"], 900, 1),
+        (["--rule", "tests.seed_models.CODE_ORDER"], ["2025-000900", "2026-000123", "2026-12", "100"], 900, 1),
+        (["--format", "ORD{value:06d}"], ["ORD000900", "ORD000123", "2026-12", "100"], 900, 2),
         ([], [" 41 ", "+3", "0042", "A-9", "4.5"], 42, 2),
     ],
 )
 def test_texts_are_read_by_a_pattern_a_format_or_as_whole_numbers(option, texts, highest, unreadable):
     legacy_orders(texts=[*texts, ""])  # an empty text is no number, and not counted as unreadable
-    out = segment_seq("sync", "testapp.LegacyOrder.number", "--sequence", "code-order", *option)
+    name = "code-order-by-year" if "--rule" in option else "code-order"  # the rule names its sequence
+    sequence = [] if "--rule" in option else ["--sequence", name]
+    out = segment_seq("sync", "testapp.LegacyOrder.number", *sequence, *option)
     assert f"created at {highest}" in out
-    assert Sequence.objects.get(name="code-order").value == highest
+    assert Sequence.objects.get(name=name).value == highest
     assert f"{unreadable} stored values do not match the number's shape" in out
 
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_moves_past_the_highest_imported_number():
     ImportedOrder.objects.bulk_create([ImportedOrder(number=n) for n in (17, 500, 42)])
-    result = sync_sequence(ImportedOrder, "number")
+    (result,) = sync_sequence(ImportedOrder, "number").rows
     assert (result.row_name, result.highest, result.after, result.moved) == ("imported-order", 500, 500, True)
     assert Sequence.objects.get(name="imported-order").value == 500
     assert ImportedOrder.objects.create().number == 501
@@ -29,23 +29,27 @@ def test_forgets_the_ranges_this_process_cached():
 def test_never_moves_backwards():
     next_values("imported-order", 2000)
     ImportedOrder.objects.create(number=10)
-    result = sync_sequence(ImportedOrder, "number")
+    (result,) = sync_sequence(ImportedOrder, "number").rows
     assert (result.before, result.after, result.moved) == (2000, 2000, False)
     assert Sequence.objects.get(name="imported-order").value == 2000
 
 
 def test_an_empty_column_changes_nothing():
-    result = sync_sequence(ImportedOrder, "number")
-    assert result.highest is None and not result.moved
+    report = sync_sequence(ImportedOrder, "number")
+    assert report.highest is None and not report.rows
     assert not Sequence.objects.filter(name="imported-order").exists()
 
 
-def test_formatted_field_reads_the_current_period(clock):
+def test_formatted_field_moves_the_row_of_every_period_its_texts_show(clock):
     ImportedOrder.objects.bulk_create(
         [ImportedOrder(code=text) for text in ("IM20261122-00042", "IM20261122-00007", "IM20261121-00999", "legacy-1")]
     )
-    result = sync_sequence(ImportedOrder, "code")
-    assert (result.row_name, result.highest, result.after) == ("imported-code@2026-11-22", 42, 42)
+    report = sync_sequence(ImportedOrder, "code")
+    assert [(row.row_name, row.highest, row.after, row.created) for row in report.rows] == [
+        ("imported-code@2026-11-21", 999, 999, True),
+        ("imported-code@2026-11-22", 42, 42, True),
+    ]
+    assert report.unreadable == 1
     row = Sequence.objects.get(name="imported-code@2026-11-22")
     assert (row.base_name, row.period, row.max_value) == ("imported-code", "2026-11-22", 99999)
     assert ImportedOrder.objects.create().code == "IM20261122-00043"
@@ -53,8 +57,8 @@ def test_formatted_field_reads_the_current_period(clock):
 
 def test_texts_of_another_shape_are_counted_and_ignored(clock):
     ImportedOrder.objects.bulk_create([ImportedOrder(code=text) for text in ("IM20261122-00005", "IM20261122-x")])
-    result = sync_sequence(ImportedOrder, "code")
-    assert (result.highest, result.unreadable) == (5, 1)
+    report = sync_sequence(ImportedOrder, "code")
+    assert (report.highest, report.unreadable) == (5, 1)
 
 
 def test_callable_format_is_refused():

@@ -8,22 +8,24 @@ text is what the series shows, and what an accountant sees missing.
 from __future__ import annotations
 
 from datetime import datetime, time
+from typing import Any
 
 from django_segment_seq.exceptions import ConcealKeyChanged
-from django_segment_seq.fields.sequence import FormattedSequenceField
-from django_segment_seq.flow.parsing import parsers_of
+from django_segment_seq.flow.parsing import FormatParser, parsers_of
 
 # Read back: (number, period key or None for a field without reset).
 Reading = tuple[int, str | None]
 
 
 class TextReader:
-    """Reads the texts of one formatted field, and of the formats a concealed one had before; UnparseableFormat when
-    its format cannot be read back. `strict` reads only texts exactly as the format writes them (void() does)."""
+    """Reads the texts of one formatted field or rule (anything with its `flow` and `reset_rule`), and of the formats
+    a concealed one had before; UnparseableFormat when its format cannot be read back. `strict` reads only texts
+    exactly as the format writes them (void() does)."""
 
-    def __init__(self, field: FormattedSequenceField, *, strict: bool = False) -> None:
+    def __init__(self, field: Any, *, strict: bool = False) -> None:
         self.parsers = parsers_of(field.flow, strict=strict)
         self.parser = self.parsers[0]
+        self.matched: FormatParser | None = None  # the parser that read the last text read
         self.locked: ConcealKeyChanged | None = None  # the first text whose key is not configured, for the report
         self.reset = field.reset_rule
         self.keyed = self.reset.is_named or self.reset.is_callable
@@ -56,8 +58,23 @@ class TextReader:
                 self.locked = self.locked or exc
                 continue
             if parts is not None:
+                self.matched = parser
                 return parts
         return None
+
+    def instance_texts(self, text: str) -> dict[str, str]:
+        """What each plain {instance.NAME} placeholder (no spec, no conversion) shows in `text`, by NAME, as the
+        format that read it last writes them: the scope values a text shows."""
+        parser = self.matched
+        if parser is None or not parser.instance_fields:
+            return {}
+        shown = parser.instance_texts(text) or ()
+        found = {}
+        for (path, spec, conversion), seen in zip(parser.instance_fields, shown, strict=False):
+            name = path.removeprefix("instance.")
+            if path.startswith("instance.") and name.isidentifier() and not spec and conversion is None:
+                found[name] = seen
+        return found
 
     def date_period(self, text: str) -> str | None:
         """The named period of a {date} text, or None when its spec cannot be read back into a day."""

@@ -5,7 +5,7 @@ import json
 
 import pytest
 from django.core import checks
-from django.core.management import CommandError, call_command
+from django.core.management import call_command
 from django.db import IntegrityError, models, transaction
 from django.test.utils import isolate_apps
 
@@ -233,13 +233,11 @@ def test_segment_seq_list_groups_scope_rows_under_their_sequence(clock, acme, gl
     ]
 
 
-def test_sync_refuses_scoped_fields(acme):
-    # backfill moves each scope's rows itself: tests/test_backfill_periods.py
-    CompanyOrder.objects.create(company=acme)
-    with pytest.raises(CommandError, match="scoped by company"):
-        call_command("segment_seq", "sync", "testapp.CompanyOrder.number")
-    with pytest.raises(ValueError, match="scoped by company"):
-        sync_sequence(CompanyOrder, "number")
+def test_sync_moves_each_scopes_row(acme):
+    # more in tests/test_seed_rules.py; backfill moves each scope's rows itself: tests/test_backfill_periods.py
+    CompanyOrder.objects.bulk_create([CompanyOrder(company=acme, number=n) for n in (3, 900)])
+    (moved,) = sync_sequence(CompanyOrder, "number").rows
+    assert (moved.row_name, moved.after) == (f"company-order@company={acme.pk}", 900)
 
 
 # Checks
