@@ -11,6 +11,8 @@ __all__ = [
     "SequenceNotFound",
     "SequenceRedisUnavailable",
     "SequenceScopeError",
+    "SequenceShapeChanged",
+    "SequenceTableMissing",
     "SequenceUnavailable",
 ]
 
@@ -122,3 +124,32 @@ class ConcealKeyChanged(SequenceError):
             "Under a new key a new number can be shown as a text handed out before. Change the format too "
             "(a new prefix, say), or put the old key back."
         )
+
+
+class SequenceShapeChanged(SequenceError):
+    """A sequence name first used with one reset or scope is now used with another: its counters would start again
+    in new rows and repeat texts already handed out."""
+
+    def __init__(self, name: str, recorded: str, now: str) -> None:
+        self.name = name
+        self.recorded = recorded
+        self.now = now
+        super().__init__(
+            f"Sequence {name!r} was first used with {recorded}, and is now used with {now}. Its new rows would "
+            "count from the minimum again and repeat texts already handed out. Give the new rule a new sequence "
+            "name (and seed it above the stored texts with `manage.py segment_seq sync`), or put the old rule "
+            f"back; once the new rows are seeded, `manage.py segment_seq reshape {name}` records the new shape."
+        )
+
+
+class SequenceTableMissing(SequenceMisconfigured):
+    """The database has no Sequence table: the app was never migrated there, so retrying cannot help."""
+
+    def __init__(self, name: str, alias: str, error: BaseException) -> None:
+        SequenceMisconfigured.__init__(
+            self,
+            name,
+            f"database {alias!r} has no table of the app ({' '.join(str(error).split())}). "
+            f"Run `python manage.py migrate --database {alias}`.",
+        )
+        self.alias = alias

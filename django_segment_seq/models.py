@@ -7,6 +7,7 @@ from django_segment_seq.db.columns import column_of, concrete_field
 from django_segment_seq.db.concealed_formats import ConcealedFormat
 from django_segment_seq.db.deployment import Deployment
 from django_segment_seq.db.rownames import validate_sequence_name
+from django_segment_seq.db.rule_shapes import RecordedShape
 from django_segment_seq.db.table import CounterValueField, Sequence
 from django_segment_seq.snowflake.models import WorkerLease
 
@@ -15,6 +16,7 @@ __all__ = [
     "ConcealedFormat",
     "CounterValueField",
     "Deployment",
+    "RecordedShape",
     "Sequence",
     "VoidedNumber",
     "WorkerLease",

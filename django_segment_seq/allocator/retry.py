@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from django_segment_seq.allocator import callers
@@ -29,9 +30,15 @@ from django_segment_seq.allocator.attempts import (
 from django_segment_seq.allocator.callers import Session
 from django_segment_seq.allocator.connections import NoServerFit, refuse_if_unfit
 from django_segment_seq.allocator.request import FetchProgress
+from django_segment_seq.db.driver_errors import table_missing
 from django_segment_seq.db.nodes import on_galera
 from django_segment_seq.db.standbys import StandbyUnconfirmed
-from django_segment_seq.exceptions import SequenceContention, SequenceNotFound, SequenceUnavailable
+from django_segment_seq.exceptions import (
+    SequenceContention,
+    SequenceNotFound,
+    SequenceTableMissing,
+    SequenceUnavailable,
+)
 
 __all__ = ["Job", "Plan", "run"]
 
@@ -229,11 +236,17 @@ def run(job: Job[T], plan: Plan) -> T:
             plan.failures += 1
             plan.wait_for_standby(exc, job.alias, job.name)
         except TRANSIENT_ERRORS as exc:
+            if table_missing(exc):
+                raise SequenceTableMissing(job.name, job.alias, exc) from exc
             plan.failures += 1
             if plan.gives_up(exc):
                 raise SequenceUnavailable(job.name, job.alias, plan.failures, exc) from exc
             plan.use_caller = use_caller_next(plan.caller, plan.use_caller)
             backoff(plan.failures, plan.settings["MAX_BACKOFF"])
+        except DatabaseError as exc:
+            if table_missing(exc):  # retrying cannot make the table: a configuration error, said at once
+                raise SequenceTableMissing(job.name, job.alias, exc) from exc
+            raise
 
 
 def _attempt(job: Job[T], plan: Plan) -> T:

@@ -23,6 +23,20 @@ def driver_code(exc: BaseException) -> tuple[str | None, int | None]:
     return sqlstate(exc), mysql_code(exc)
 
 
+# "undefined_table" (PostgreSQL) and ER_NO_SUCH_TABLE (MySQL, MariaDB).
+UNDEFINED_TABLE_SQLSTATE = "42P01"
+NO_SUCH_TABLE_MYSQL = 1146
+
+
+def table_missing(exc: BaseException) -> bool:
+    """Whether the database says a table the statement names does not exist: the app was not migrated there. SQLite
+    gives no code for it (only SQLITE_ERROR), so there alone its message is read."""
+    if sqlstate(exc) == UNDEFINED_TABLE_SQLSTATE or mysql_code(exc) == NO_SUCH_TABLE_MYSQL:
+        return True
+    cause = exc.__cause__
+    return type(cause).__module__ == "sqlite3" and str(cause).startswith("no such table")
+
+
 def one_line(exc: BaseException) -> str:
     """The error's message on one line (drivers' messages carry newlines and hints), for a warning that needs no
     traceback: the database's own failure, not a fault of the code."""

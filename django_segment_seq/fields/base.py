@@ -72,6 +72,19 @@ class SequenceFieldBase(FieldBase):
         # Like AutoField, out of forms unless asked for: a number typed in a form collides with a later one.
         kwargs.setdefault("editable", False)
 
+    def share_rule(self, rule: NumberRule) -> None:
+        """Make numbers by `rule` itself (from_rule), so code holding the rule and this field are one rule."""
+        self.rule = rule
+        self.reset_rule = rule.reset_rule
+        if rule.flow is not None:
+            self.flow = rule.flow
+
+    def contribute_to_class(self, cls: type[models.Model], name: str, *args: Any, **kwargs: Any) -> None:
+        """Tell the rule which model it belongs to: its scope names resolve to that model's fields."""
+        super().contribute_to_class(cls, name, *args, **kwargs)
+        if not cls._meta.abstract:
+            self.rule.bind(self)
+
     def deconstruct_sequence(self, kwargs: dict[str, Any]) -> None:
         """Write the options that differ from their defaults, and leave out the defaults setup_sequence() set."""
         deconstruct_fill_at_save(kwargs)

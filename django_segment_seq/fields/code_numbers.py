@@ -5,20 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import date, datetime
-from types import SimpleNamespace
-from typing import Any, cast
-
-from django.db import models
+from typing import Any
 
 from django_segment_seq.db.routing import sequence_database
-from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.labels import field_of
 from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow import formats as formatting
 from django_segment_seq.flow import key_ledger
 from django_segment_seq.flow.rules import NumberRule
-from django_segment_seq.flow.scopes import scope_key, scope_names
 
 __all__ = ["next_text", "next_texts"]
 
@@ -78,32 +73,10 @@ def _rule_and_field(rule: NumberRule | str) -> tuple[NumberRule, SequenceFieldBa
 def _scope_key(
     rule: NumberRule, field: SequenceFieldBase | None, values: Mapping[str, Any] | None, instance: Any
 ) -> str | None:
-    """The encoded scope of the counter: from `values`, or from a field's unsaved `instance` as the field reads it."""
-    if field is None:
-        return rule.scope_key(values)
-    if values is None and isinstance(instance, field.model):
-        return scope_key(field, instance)
-    names = scope_names(field.scope)
-    given = dict(values or {})
-    if set(given) != set(names):
-        raise SequenceScopeError(
-            field.sequence_name,
-            f"the scope values given ({', '.join(sorted(given)) or 'none'}) are not the field's scope "
-            f"({', '.join(names) or 'none'})",
-        )
-    if not names:
-        return None
-    scope_fields = [field.model._meta.get_field(name) for name in names]
-    row = SimpleNamespace(
-        **{
-            scope_field.attname: given[scope_field.name].pk
-            if isinstance(given[scope_field.name], models.Model)
-            else given[scope_field.name]
-            for scope_field in scope_fields
-            if isinstance(scope_field, models.Field)
-        }
-    )
-    return scope_key(field, cast(models.Model, row))
+    """The encoded scope of the counter, as the rule names it: from `values`, or from a field's unsaved `instance`."""
+    if field is not None and values is None and isinstance(instance, field.model):
+        return rule.scope_key_of(instance)
+    return rule.scope_key(values)
 
 
 def _moment(field: SequenceFieldBase | None, at: date | datetime | None, instance: Any) -> datetime:

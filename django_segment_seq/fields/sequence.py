@@ -14,7 +14,7 @@ from django_segment_seq.db.columns import concrete_field, empty_key_part, filled
 from django_segment_seq.fields.checks.field import SequenceFieldChecks
 from django_segment_seq.fields.managers import number_bulk_create_in_one_allocation  # noqa: F401 - connects it to class_prepared
 from django_segment_seq.flow import formats as formatting
-from django_segment_seq.flow import parsing
+from django_segment_seq.flow import parsing, shape_ledger
 from django_segment_seq.flow.checkdigits import CheckDigitValidator
 from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.resets import ResetOption
@@ -43,6 +43,7 @@ class SequenceField(SequenceFieldChecks, _IntegerBase):
 
     description = _("Number from a named sequence")
     numbers_in_bulk = True
+    _shape_compared = -1  # the shape ledger's generation this field last compared its shape in
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         if cls is SequenceField and kwargs.get("format") is not None:
@@ -53,17 +54,19 @@ class SequenceField(SequenceFieldChecks, _IntegerBase):
     def from_rule(cls, rule: NumberRule, *args: Any, **kwargs: Any) -> Any:
         """The field that makes its numbers by `rule`, the object code passes to next_text() too; `kwargs` are the
         field's own options (unique=True, reset_on=...). Migrations get the rule's options written out."""
-        options = {
+        options: dict[str, Any] = {
             "format": rule.format,
             "reset": rule.reset,
             "fiscal_year_start": rule.fiscal_year_start,
-            "scope": rule.scope,
+            "scope": rule.scope if isinstance(rule.scope, str) else (list(rule.scope_names) or None),
             "check_digits": rule.check_digits,
             "conceal": rule.conceal,
             "gapless": rule.gapless,
         }
         given = {name: value for name, value in options.items() if value not in (None, False)}
-        return SequenceField(rule.sequence_name, *args, **given, **kwargs)
+        made = SequenceField(rule.sequence_name, *args, **given, **kwargs)
+        made.share_rule(rule)
+        return made
 
     def __init__(
         self,
@@ -92,6 +95,9 @@ class SequenceField(SequenceFieldChecks, _IntegerBase):
         if self.gapless or self.scope:
             scope = None if instance is None else scope_key(self, instance)
             return self.rule.number(scope=scope)
+        if self._shape_compared != shape_ledger.Generation.number:  # once per process: the hot path stays a take
+            self.rule.require_shape(None)
+            self._shape_compared = shape_ledger.Generation.number
         return next_value(self.sequence_name)
 
     def get_pk_value_on_save(self, instance: models.Model) -> int:

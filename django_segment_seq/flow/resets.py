@@ -124,6 +124,16 @@ class Reset:
         """The key of a named period, never raising: what the system checks sample formats against."""
         return named_key(moment, self.reset, self._start)  # type: ignore[arg-type]
 
+    def spelled(self) -> str:
+        """The reset as a recorded shape spells it: "", "daily", "yearly from month 4", or a callable's import path."""
+        if self.reset is None:
+            return ""
+        if self.is_callable:
+            return _name_of(self.reset)
+        if self.is_fiscal:
+            return f"{self.reset} from month {self._start}"
+        return str(self.reset)
+
     def import_problem(self) -> str | None:
         """Why migrations could not refer to a callable reset (a lambda, a nested function), or None."""
         if not self.is_callable:

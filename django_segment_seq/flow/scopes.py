@@ -14,34 +14,93 @@ stay as they are, everything else is percent-encoded (UTF-8, uppercase hex digit
 
 from __future__ import annotations
 
+import copy
 import datetime
 import uuid
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.db import models
 from django.db.models import Model
 from django.utils import timezone
 
 from django_segment_seq.db.routing import sequence_database
-from django_segment_seq.db.rownames import PAIR_SEPARATOR, row_name
+from django_segment_seq.db.rownames import row_name
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.flow.derived import ensure_row
-
-if TYPE_CHECKING:
-    from django.db import models
 
 _KEPT = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_.~")
 
 
 def scope_names(scope: Any) -> tuple[str, ...]:
-    """The `scope` option as field names: None is no scope, a string is one field."""
+    """The `scope` option as field names: None is no scope, a string is one field, a dict (or its items) names with
+    their types."""
     if scope is None:
         return ()
     if isinstance(scope, str):
         return (scope,)
-    return tuple(scope)
+    if isinstance(scope, dict):
+        return tuple(scope)
+    return tuple(item[0] if isinstance(item, tuple) and len(item) == 2 else item for item in scope)
+
+
+# The model field a scope type declared in code is read through, as a model field of that type would read it.
+_DECLARED: dict[type, Callable[[], Any]] = {
+    bool: lambda: models.BooleanField(),
+    int: lambda: models.BigIntegerField(),
+    str: lambda: models.TextField(),
+    uuid.UUID: lambda: models.UUIDField(),
+    datetime.date: lambda: models.DateField(),
+    datetime.datetime: lambda: models.DateTimeField(),
+}
+
+
+def declared_field(sequence_name: str, name: str, kind: Any) -> Any:
+    """A stand-in model field for a scope value of type `kind` (int, str, bool, UUID, date, datetime, or a model
+    field), so a rule made in code reads "1", 1 and True as a BooleanField does; SequenceScopeError otherwise."""
+    if isinstance(kind, models.Field):
+        found = kind
+    elif isinstance(kind, type) and issubclass(kind, Model):
+        found = copy.copy(kind._meta.pk)  # a model instance counts by its primary key, read as that key reads it
+        found.name = found.attname = name
+    elif kind in _DECLARED:
+        found = _DECLARED[kind]()
+    else:
+        raise SequenceScopeError(
+            sequence_name,
+            f"scope {name!r} is declared as {kind!r}; declare int, str, bool, uuid.UUID, date, datetime, a model "
+            "class or a model field",
+        )
+    if not getattr(found, "name", None):
+        found.name = found.attname = name
+    return found
+
+
+# The widest text a value of each kind of field writes in a row name.
+_WIDEST_SAMPLES: tuple[tuple[type, str], ...] = (
+    (models.UUIDField, "00000000-0000-0000-0000-000000000000"),
+    (models.BooleanField, "false"),
+    (models.DateTimeField, "2026-11-22T10:00:00.000000+00:00"),
+    (models.DateField, "2026-11-22"),
+    (models.TimeField, "10:00:00.000000"),
+    (models.IntegerField, "-9223372036854775808"),
+)
+
+
+def widest_text(field: Any) -> int:
+    """How many characters the widest value of `field` writes in a row name: a foreign key's target's, a text field's
+    max_length, one for text of no set length."""
+    target = getattr(field, "target_field", None)
+    if target is not None and target is not field:
+        return widest_text(target)
+    for kind, sample in _WIDEST_SAMPLES:
+        if isinstance(field, kind):
+            return len(encode_text(sample))
+    if isinstance(field, (models.AutoField, models.BigAutoField, models.SmallAutoField)):
+        return 20
+    return int(getattr(field, "max_length", None) or 1)
 
 
 def encode_text(text: str) -> str:
@@ -108,24 +167,12 @@ def stored_instant(value: datetime.datetime) -> datetime.datetime:
 
 
 def scope_key(field: Any, instance: models.Model) -> str | None:
-    """The scope part of the row name for `instance` ("company=42,kind=bug"); None for an unscoped field."""
+    """The scope part of the row name for `instance` ("company=42,kind=bug"), as the field's rule names it; None for
+    an unscoped field."""
     if not field.scope:
         return None
-    pairs = []
-    for scope_field in _scope_fields(field):
-        value = getattr(instance, scope_field.attname)
-        pairs.append(f"{scope_field.name}={value_text(field.sequence_name, scope_field, value)}")
-    return PAIR_SEPARATOR.join(pairs)
-
-
-def _scope_fields(field: Any) -> list[Any]:
-    """The model fields a field is scoped by, looked up once per field."""
-    key = (field.model, field.scope)
-    cached: tuple[Any, list[Any]] | None = getattr(field, "_scope_fields", None)
-    if cached is None or cached[0] != key:  # a copy made for a subclass has a model of its own
-        cached = (key, [field.model._meta.get_field(name) for name in scope_names(field.scope)])
-        field._scope_fields = cached
-    return cached[1]
+    key: str | None = field.rule.scope_key_of(instance)
+    return key
 
 
 def bulk_groups(field: Any, objs: list[models.Model]) -> Iterable[tuple[str, list[models.Model]]]:

@@ -171,7 +171,7 @@ def test_a_bad_rule_is_refused_by_name_and_takes_no_number(rule, message):
         (lambda: next_text(NumberRule("s"), scope={"site": 1}), SequenceScopeError, "not the rule's scope"),
         (lambda: next_text(NumberRule("s", scope="site"), scope={"site": None}), SequenceScopeError, "empty"),
         (lambda: next_text(NumberRule("s", scope="site"), scope={"site": 1.5}), SequenceScopeError, "float"),
-        (lambda: next_text("testapp.CompanyOrder.number", scope={"kind": 1}), SequenceScopeError, "field's scope"),
+        (lambda: next_text("testapp.CompanyOrder.number", scope={"kind": 1}), SequenceScopeError, "rule's scope"),
         (lambda: next_text("testapp.CompanyOrder.note"), UnknownFieldLabel, "no field 'note'"),
         (lambda: next_text("testapp.Company.code"), UnknownFieldLabel, "not a SequenceField"),
         (lambda: next_text("order"), UnknownFieldLabel, "APP_LABEL.Model.field"),

@@ -263,6 +263,24 @@ def code_text(sites: str, count: int) -> list[int]:
     return got
 
 
+def shared_rule(path: str, count: int) -> list[int]:
+    """Bills of company 1 made by the rule shared with CompanyBill.number: "code" by next_text() with the company's
+    attname, "field" by saving bills, "both" in turn; writes the number each text shows."""
+    from django_segment_seq import next_text
+    from tests.testapp.models import COMPANY_BILL, Company, CompanyBill
+
+    company = Company.objects.get(pk=1)
+    got = []
+    for i in range(count):
+        by_code = path == "code" or (path == "both" and i % 2 == 0)
+        if by_code:
+            text = next_text(COMPANY_BILL, scope={"company_id": company.pk})
+        else:
+            text = CompanyBill.objects.create(company=company).number
+        got.append(int(text.removeprefix("BILL-")))
+    return got
+
+
 def disguised_save(_name: str, count: int) -> list[int]:
     """Texts of concealed, Damm-checked orders and of MOD 97-10 creditor references, saved one by one."""
     from tests.testapp.models import CreditorReference, ShopOrder
@@ -314,6 +332,7 @@ FLOW_MODES = {
     "disguised-save": disguised_save,
     "keyed-save": keyed_save,
     "code-text": code_text,
+    "shared-rule": shared_rule,
     "hold-then-take": hold_then_take,
 }
 

@@ -312,3 +312,22 @@ class SiteOrder(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["site", "number"], name="site_order_number")]
+
+
+# A rule scoped by a foreign key's attname, shared with a field: code and the field's save name one counter.
+COMPANY_BILL = NumberRule("company-bill", format="BILL-{value:05d}", scope="company_id")
+
+
+class CompanyBill(models.Model):
+    company = models.ForeignKey(Company, on_delete=models.CASCADE)
+    number = SequenceField.from_rule(COMPANY_BILL)
+
+
+# A rule scoped by a UUID and a boolean, shared with a field: "1", "True" and True are one flag in both paths.
+TENANT_TICKET = NumberRule("tenant-ticket", format="TT-{value:04d}", scope=["tenant", "urgent"])
+
+
+class TenantTicket(models.Model):
+    tenant = models.UUIDField()
+    urgent = models.BooleanField(default=False)
+    number = SequenceField.from_rule(TENANT_TICKET)

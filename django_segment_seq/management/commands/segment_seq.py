@@ -25,6 +25,7 @@ SUBCOMMANDS = (
     "django_segment_seq.management.subcommands.leases.Leases",
     "django_segment_seq.management.subcommands.import_sequences.ImportSequences",
     "django_segment_seq.management.subcommands.advance.Advance",
+    "django_segment_seq.management.subcommands.reshape.Reshape",
     "django_segment_seq.management.subcommands.client.ClientCommand",
     "django_segment_seq.management.subcommands.redis_check.RedisCheck",
     "django_segment_seq.management.subcommands.redis_identity.RedisIdentity",

@@ -1,0 +1,131 @@
+"""Which shape (format, reset, scope) each sequence name was first used with: recorded at migrate and at first use,
+compared before a process makes numbers by a rule.
+
+A reset or a scope added, dropped or changed under a name already used moves its counting to new rows that start at
+the minimum, so texts already handed out would be made again: such a change is refused with SequenceShapeChanged. A
+changed format alone keeps counting in the same rows, so the new shape is recorded and numbers go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db import DatabaseError, connections, router
+
+from django_segment_seq.allocator.connections import pool
+from django_segment_seq.db.rule_shapes import RecordedShape, select_shape
+from django_segment_seq.exceptions import SequenceShapeChanged, SequenceUnavailable
+
+# (alias, sequence name, shape) this process has compared with the record.
+_verified: set[tuple[str, str, tuple[object, ...]]] = set()
+
+Shape = tuple[str | None, str, tuple[str, ...]]  # a RuleShape: format, reset, scope
+
+
+class Generation:
+    """Moved by forget(), so a field that compared its shape once knows when to compare again."""
+
+    number = 0
+
+
+def verify(alias: str, name: str, shape: Shape) -> None:
+    """SequenceShapeChanged when `name` was recorded with another reset or scope; the shape recorded when it was not
+    recorded yet. Once per process and shape."""
+    if (alias, name, shape) in _verified:
+        return
+    if not router.allow_migrate_model(alias, RecordedShape):
+        _verified.add((alias, name, shape))
+        return
+    try:
+        if connections[alias].vendor == "sqlite":
+            # The write first: a read would take a shared lock in the caller's transaction that SQLite then refuses
+            # at once to upgrade for the number's own write while another connection writes.
+            _insert_if_missing(alias, name, shape)
+        recorded = _recorded(alias, name)
+        if recorded is None:
+            recorded = _record(alias, name, shape)
+    except DatabaseError as exc:  # the table held locked past LOCK_TIMEOUT, or the server gone
+        raise SequenceUnavailable(name, alias, 1, exc) from exc
+    refuse_if_changed(name, recorded, shape)
+    if recorded[2] != (shape[0] or ""):
+        _reformat(alias, name, shape)  # the same rows, a new format: numbers go on, the record follows
+    _verified.add((alias, name, shape))
+
+
+def refuse_if_changed(name: str, recorded: tuple[str, str, str], shape: Shape) -> None:
+    """SequenceShapeChanged when the recorded reset or scope is not the shape's."""
+    reset, scope, _format = recorded
+    if (reset, scope) != (shape[1], ",".join(shape[2])):
+        raise SequenceShapeChanged(
+            name, described(recorded[2], reset, scope), described(shape[0] or "", shape[1], ",".join(shape[2]))
+        )
+
+
+def described(format: str, reset: str, scope: str) -> str:
+    """A recorded shape as people read it in an error."""
+    return f"reset={reset or None!r} and scope={scope or None!r} (format {format or None!r})"
+
+
+def record(alias: str, shapes: Iterable[tuple[str, Shape]]) -> None:
+    """Note the shape of each name not noted before (at migrate); SequenceShapeChanged for one that changed."""
+    if not router.allow_migrate_model(alias, RecordedShape):
+        return
+    for name, shape in shapes:
+        row, _created = RecordedShape.objects.using(alias).get_or_create(
+            sequence_name=name, defaults={"format": shape[0] or "", "reset": shape[1], "scope": ",".join(shape[2])}
+        )
+        refuse_if_changed(name, (row.reset, row.scope, row.format), shape)
+        if row.format != (shape[0] or ""):
+            RecordedShape.objects.using(alias).filter(pk=row.pk).update(format=shape[0] or "")
+
+
+def reshape(alias: str, name: str) -> bool:
+    """Forget the recorded shape of `name`, so its next use records the rule it has then; whether one was recorded."""
+    deleted, _by_model = RecordedShape.objects.using(alias).filter(sequence_name=name).delete()
+    forget()
+    return bool(deleted)
+
+
+def recorded_shapes(alias: str) -> dict[str, tuple[str, str, str]]:
+    """Every recorded (reset, scope, format) by sequence name: what `check --database` compares the rules with."""
+    rows = RecordedShape.objects.using(alias).values_list("sequence_name", "reset", "scope", "format")
+    return {name: (reset, scope, format) for name, reset, scope, format in rows}
+
+
+def _recorded(alias: str, name: str) -> tuple[str, str, str] | None:
+    """(reset, scope, format) recorded for `name`, read on a private connection whose lock waits are bounded and whose
+    errors never reach the caller's transaction; SQLite, with one writer and no row locks, reads in place."""
+    if connections[alias].vendor == "sqlite":
+        found = RecordedShape.objects.using(alias).filter(sequence_name=name).values_list("reset", "scope", "format")
+        row = found.first()
+        return None if row is None else (str(row[0]), str(row[1]), str(row[2]))
+    with pool.borrow(alias) as private, private.cursor() as cursor:
+        cursor.execute(select_shape(private), [name])
+        fetched = cursor.fetchone()
+    return None if fetched is None else (str(fetched[0]), str(fetched[1]), str(fetched[2]))
+
+
+def _record(alias: str, name: str, shape: Shape) -> tuple[str, str, str]:
+    """Record the first shape of `name` on the caller's connection, as migrate records it (a test's transaction takes
+    it back with the rows it made), or read the one another process recorded first."""
+    row, _created = RecordedShape.objects.using(alias).get_or_create(
+        sequence_name=name, defaults={"reset": shape[1], "scope": ",".join(shape[2]), "format": shape[0] or ""}
+    )
+    return (row.reset, row.scope, row.format)
+
+
+def _insert_if_missing(alias: str, name: str, shape: Shape) -> None:
+    """Record `shape` for `name` unless a shape is recorded already (INSERT OR IGNORE)."""
+    row = RecordedShape(sequence_name=name, format=shape[0] or "", reset=shape[1], scope=",".join(shape[2]))
+    RecordedShape.objects.using(alias).bulk_create([row], ignore_conflicts=True)
+
+
+def _reformat(alias: str, name: str, shape: Shape) -> None:
+    """Record a new format for rows whose reset and scope stay the same."""
+    RecordedShape.objects.using(alias).filter(sequence_name=name).update(format=shape[0] or "")
+
+
+def forget() -> None:
+    """Compare again on next use (after a test rewrites the record)."""
+    _verified.clear()
+    Generation.number += 1
