@@ -29,6 +29,7 @@ from django_segment_seq.db.rownames import scope_of, scoped_rows, shown
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.observe.usage import HORIZON, NO_LIMIT, has_limit, usage
 from django_segment_seq.redistier import state as redis_state
+from django_segment_seq.redistier.config import tier_config
 from django_segment_seq.snowflake import admin as snowflake_admin  # noqa: F401 - registers WorkerLeaseAdmin too
 
 if TYPE_CHECKING:
@@ -99,19 +100,19 @@ class SequenceFilter(admin.SimpleListFilter):
 @admin.register(Sequence)
 class SequenceAdmin(_SequenceAdminBase):
     form = SequenceForm
+    # Narrow enough for a 1280-pixel window beside the filters (the list's template leaves out the navigation
+    # sidebar): the value with its share of the limits beneath (the count used is on the row's page), the limits in
+    # one column with what is left of them, the last change on two short lines, "runs out" wrapped.
     list_display = [
         "name",
         "scope_shown",
         "period_shown",
-        "value",
+        "value_shown",
         "step",
-        "min_value",
-        "max_value_shown",
-        "used",
-        "left",
+        "limits",
         "runs_out",
         "cycle",
-        "modified",
+        "modified_shown",
     ]
     list_filter = [SequenceFilter, "cycle"]
     search_fields = ["name"]
@@ -144,6 +145,13 @@ class SequenceAdmin(_SequenceAdminBase):
             # The change form writes what was submitted onto obj; the use figures describe the row as loaded.
             obj._as_loaded = copy.copy(obj)
         return obj
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        # Dropping Redis state means nothing without the Redis tier: the list then has no action (and no checkboxes).
+        actions = super().get_actions(request)
+        if tier_config() is None:
+            actions.pop("drop_redis_state", None)
+        return actions
 
     def get_list_display(self, request: HttpRequest) -> list[str | Callable[[Sequence], str | bool]]:
         # The period and scope columns stay out until some sequence restarts per period or is scoped.
@@ -198,6 +206,34 @@ class SequenceAdmin(_SequenceAdminBase):
     def max_value_shown(self, obj: Sequence) -> Any:
         return obj.max_value if has_limit(obj) else NO_LIMIT
 
+    @admin.display(description=_("limits"), ordering="max_value")
+    def limits(self, obj: Sequence) -> SafeString:
+        """Minimum to maximum ("1 &ndash; no limit"), and with a maximum the numbers left under it."""
+        span = format_html(
+            "{} &ndash; {}",
+            number_format(obj.min_value, force_grouping=True),
+            number_format(obj.max_value, force_grouping=True) if has_limit(obj) else NO_LIMIT,
+        )
+        left = usage(as_loaded(obj)).left
+        if left is None:
+            return format_html('<span style="white-space: nowrap;">{}</span>', span)
+        return two_lines(span, _("%(left)s left") % {"left": number_format(left, force_grouping=True)})
+
+    @admin.display(description=_("modified"), ordering="modified")
+    def modified_shown(self, obj: Sequence) -> SafeString:
+        """The last range taken or edit, as a date over a time in the current time zone (2026-11-30 / 14:05)."""
+        when = timezone.localtime(obj.modified) if timezone.is_aware(obj.modified) else obj.modified  # USE_TZ off
+        return two_lines(when.strftime("%Y-%m-%d"), when.strftime("%H:%M"))
+
+    @admin.display(description=_("value"), ordering="value")
+    def value_shown(self, obj: Sequence) -> SafeString:
+        """The row's value and, with a maximum, the share of the numbers from minimum to maximum handed out."""
+        value = number_format(obj.value, force_grouping=True)
+        share = usage(as_loaded(obj)).share
+        if share is None:
+            return format_html('<span style="white-space: nowrap;">{}</span>', value)
+        return two_lines(value, share_bar(share))
+
     @admin.display(description=_("used"))
     def used(self, obj: Sequence) -> SafeString:
         """Numbers handed out, and with a maximum their share of all numbers from minimum to maximum."""
@@ -205,15 +241,7 @@ class SequenceAdmin(_SequenceAdminBase):
         count = number_format(figures.handed_out, force_grouping=True)
         if figures.share is None:
             return format_html('<span style="white-space: nowrap;">{}</span>', count)
-        return two_lines(
-            count,
-            format_html(
-                '<meter min="0" max="1" low="0.75" high="0.9" optimum="0" value="{}" '
-                'style="width: 4em; vertical-align: middle;"></meter> {}',
-                f"{figures.share:.6f}",
-                percentage(figures.share),
-            ),
-        )
+        return two_lines(count, share_bar(figures.share))
 
     @admin.display(description=_("left"))
     def left(self, obj: Sequence) -> StrOrPromise:
@@ -229,8 +257,8 @@ class SequenceAdmin(_SequenceAdminBase):
             return _("wraps on its next range") if obj.cycle else _("ran out")
         if figures.runs_out_in is None:
             if figures.handed_out == 0:
-                return two_lines(_("never"), _("nothing handed out yet"))
-            return two_lines(_("too early to tell"), _("under a minute of history"))
+                return two_lines(_("never"), _("nothing handed out yet"), wrap=True)
+            return two_lines(_("too early to tell"), _("under a minute of history"), wrap=True)
         when: StrOrPromise
         if figures.runs_out_in >= HORIZON:
             when = _("in over 100 years")
@@ -238,7 +266,7 @@ class SequenceAdmin(_SequenceAdminBase):
             now = timezone.now()
             until = timeuntil(now + figures.runs_out_in, now, depth=2)
             when = (_("wraps in %(time)s") if obj.cycle else _("in %(time)s")) % {"time": until}
-        return two_lines(when, _("at its average of %(pace)s") % {"pace": pace_text(figures.pace)})
+        return two_lines(when, _("at its average of %(pace)s") % {"pace": pace_text(figures.pace)}, wrap=True)
 
     @admin.display(description=_("held in Redis"))
     def redis_held(self, obj: Sequence) -> StrOrPromise | SafeString:
@@ -312,9 +340,26 @@ def as_loaded(obj: Sequence) -> Sequence:
     return getattr(obj, "_as_loaded", obj)
 
 
-def two_lines(main: StrOrPromise, detail: StrOrPromise) -> SafeString:
-    """A figure with a quieter line under it saying where it comes from."""
+def two_lines(main: StrOrPromise, detail: StrOrPromise, *, wrap: bool = False) -> SafeString:
+    """A figure with a quieter line under it saying where it comes from; with `wrap`, both may wrap, in a column at
+    least 9em wide (the list's narrow columns)."""
+    if wrap:
+        return format_html(
+            '<span style="display: inline-block; min-width: 9em;">{}<br><span class="quiet">{}</span></span>',
+            main,
+            detail,
+        )
     return format_html('<span style="white-space: nowrap;">{}<br><span class="quiet">{}</span></span>', main, detail)
+
+
+def share_bar(share: float) -> SafeString:
+    """A share of the numbers from minimum to maximum as a bar and a percentage."""
+    return format_html(
+        '<meter min="0" max="1" low="0.75" high="0.9" optimum="0" value="{}" '
+        'style="width: 4em; vertical-align: middle;"></meter> {}',
+        f"{share:.6f}",
+        percentage(share),
+    )
 
 
 def percentage(share: float) -> str:

@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 class SegmentSeqConfig(AppConfig):
     name = "django_segment_seq"
-    verbose_name = _("Sequences")
+    verbose_name = _("Sequence numbers")
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

@@ -1,6 +1,7 @@
 """The Sequence admin: list, search, use figures, errors on the edited field that change nothing, no deletion."""
 
 import datetime
+import html
 import re
 
 import pytest
@@ -12,6 +13,9 @@ from django_segment_seq.db.columns import BIGINT_MAX
 from django_segment_seq.models import Sequence
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+DASH = "\N{EN DASH}"  # between a row's limits
+CRUMB = "\N{SINGLE RIGHT-POINTING ANGLE QUOTATION MARK}"  # between the admin's breadcrumbs
 
 
 @pytest.fixture
@@ -133,7 +137,7 @@ def cell(page, row_name, column):
     """The text of one changelist cell, tags stripped."""
     row = re.search(rf"<tr>(?:(?!</tr>).)*>{re.escape(row_name)}</a>(?:(?!</tr>).)*</tr>", page, re.S).group(0)
     found = re.search(rf'<td class="field-{column}[^"]*">(.*?)</td>', row, re.S).group(1)
-    return " ".join(re.sub(r"<[^>]+>", " ", found).split())
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", found)).split())
 
 
 def test_changelist_shows_use_and_when_it_runs_out(admin_client):
@@ -141,14 +145,13 @@ def test_changelist_shows_use_and_when_it_runs_out(admin_client):
     aged("order", 3, step=1000, value=5000)
     aged("coupon", 3, step=10, max_value=1000)
     page = admin_client.get("/admin/django_segment_seq/sequence/").content.decode()
-    assert cell(page, "ticket", "used") == "41,230 41%"
-    assert cell(page, "ticket", "left") == "58,770"
+    assert cell(page, "ticket", "value_shown") == "41,230 41%"
+    assert cell(page, "ticket", "limits") == f"1 {DASH} 100,000 58,770 left"
     # 41,230 numbers in 3 days is 9.5 a minute; 58,770 more take another 4.28 days.
     assert cell(page, "ticket", "runs_out") == "in 4 days, 6 hours at its average of 9.5 a minute"
-    assert [cell(page, "order", c) for c in ("max_value_shown", "used", "left", "runs_out")] == [
-        "no limit",
+    assert [cell(page, "order", c) for c in ("value_shown", "limits", "runs_out")] == [
         "5,000",
-        "no limit",
+        f"1 {DASH} no limit",
         "no limit",
     ]
     assert cell(page, "coupon", "runs_out") == "never nothing handed out yet"
@@ -216,3 +219,102 @@ def test_change_form_shows_the_server_history_read_only(admin_client):
     response = admin_client.post(change_url(row), {**form_data(row, step=20), "history": "forged"})
     assert response.status_code == 302
     assert Sequence.objects.get(pk=row.pk).history == "pg:7440219912938211391:3"
+
+
+# The page around the list: its actions, its breadcrumb, and the ID service's clients --------------------------------
+
+CHANGELIST = "/admin/django_segment_seq/sequence/"
+# A Redis tier the list never asks (it covers none of the rows here and names no running server).
+TIER = {"SEQUENCES": ["redis-*"], "LOCATION": "redis://127.0.0.1:9"}
+
+
+def test_without_the_redis_tier_the_list_offers_no_action(admin_client):
+    next_value("s")
+    page = admin_client.get(CHANGELIST).content.decode()
+    assert "drop_redis_state" not in page and 'name="action"' not in page
+    assert "action-checkbox" not in page  # no action: no checkboxes either
+
+
+def test_the_redis_action_is_offered_once_the_tier_is_configured(admin_client, settings):
+    next_value("s")
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "REDIS": TIER}
+    page = admin_client.get(CHANGELIST).content.decode()
+    assert '<option value="drop_redis_state">Drop the Redis state' in page
+
+
+def test_the_action_is_refused_without_the_tier(admin_client):
+    next_value("s")
+    row = Sequence.objects.get(name="s")
+    response = admin_client.post(CHANGELIST, {"action": "drop_redis_state", "_selected_action": [row.pk]}, follow=True)
+    assert response.status_code == 200  # the list again, the action not run
+    assert "Dropped the Redis state" not in response.content.decode()
+
+
+def test_the_breadcrumb_names_the_app_apart_from_its_model(admin_client):
+    next_value("s")
+    row = Sequence.objects.get(name="s")
+    for url in (CHANGELIST, change_url(row)):
+        crumbs = re.search(r'<div class="breadcrumbs">(.*?)</div>', admin_client.get(url).content.decode(), re.S)
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", crumbs.group(1))).split())
+        assert text.startswith(f"Home {CRUMB} Sequence numbers {CRUMB} Sequences"), text
+    assert "Sequence numbers" in admin_client.get("/admin/").content.decode()
+    from django.apps import apps
+
+    assert apps.get_app_config("django_segment_seq").label == "django_segment_seq"  # the label is unchanged
+
+
+def test_the_list_leaves_the_navigation_sidebar_out(admin_client):
+    next_value("s")
+    assert 'id="nav-sidebar"' not in admin_client.get(CHANGELIST).content.decode()
+    assert 'id="nav-sidebar"' not in admin_client.get("/admin/segment_seq_service/client/").content.decode()
+
+
+CLIENT_ADD = "/admin/segment_seq_service/client/add/"
+SERVICE_WRITES = ["revoked_at", "previous_valid_until", "created_at", "last_used_at", "requests", "numbers"]
+
+
+def test_the_client_add_form_asks_only_what_a_new_client_needs(admin_client):
+    page = admin_client.get(CLIENT_ADD).content.decode()
+    for field in ["name", "sequences", "max_count", "rate", "max_new_rows"]:
+        assert f'name="{field}"' in page, field
+    for field in [*SERVICE_WRITES, "rows_created", "token_start"]:
+        assert f"field-{field}" not in page and f'name="{field}' not in page, field
+    assert "Revoked" not in page and "Requests served" not in page
+
+
+def test_the_client_change_form_shows_the_revocation_and_the_counts(admin_client):
+    from django_segment_seq.service.models import Client
+
+    added = admin_client.post(
+        CLIENT_ADD, {"name": "orders-api", "sequences": "order*", "max_count": 100, "rate": "", "max_new_rows": 0}
+    )
+    assert added.status_code == 200 and "shown this once" in added.content.decode()
+    client = Client.objects.get(name="orders-api")
+    page = admin_client.get(f"/admin/segment_seq_service/client/{client.pk}/change/").content.decode()
+    assert 'name="revoked_at_0"' in page  # the date and time inputs of a revocation
+    for field in ["token_start", "requests", "numbers", "rows_created", "last_used_at"]:
+        assert f"field-{field}" in page, field
+
+
+def test_the_client_list_has_short_headers_and_grouped_counts(admin_client):
+    from django_segment_seq.service.models import Client
+
+    Client.objects.create(
+        name="orders-api", token_digest="d" * 64, sequences="order*,shop.Order.number", requests=1_234_567
+    )
+    page = admin_client.get("/admin/segment_seq_service/client/").content.decode()
+    assert cell(page, "orders-api", "requests_shown") == "1,234,567"
+    assert cell(page, "orders-api", "patterns") == "order* , shop.Order.number"  # a break may follow the comma
+    columns = re.findall(r"<th scope=\"col\".*?</th>", page, re.S)
+    headers = [" ".join(re.sub(r"<[^>]+>", " ", th).split()) for th in columns]
+    assert [h for h in headers if h] == [
+        "Name",
+        "Token",
+        "Sequences",
+        "Max count",
+        "Rate",
+        "Last use",
+        "Requests",
+        "Numbers",
+        "Revoked",
+    ]
