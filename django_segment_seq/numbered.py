@@ -22,11 +22,21 @@ from django.utils.module_loading import import_string
 
 from django_segment_seq.db.rownames import DERIVED_MARK, PERIOD_SEPARATOR, row_name
 from django_segment_seq.fields.base import SequenceFieldBase
-from django_segment_seq.fields.labels import sequence_fields
+from django_segment_seq.fields.labels import UnknownFieldLabel, model_and_name, sequence_field, sequence_fields
+from django_segment_seq.flow import rules as rules_module
+from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.rules import NumberRule
 from django_segment_seq.flow.scopes import scope_key
 
-__all__ = ["NumberedColumn", "find_rule", "numbered_column", "parse_row_name", "rules_of_sequence"]
+__all__ = [
+    "NumberedColumn",
+    "column_of_label",
+    "find_rule",
+    "numbered_column",
+    "parse_row_name",
+    "rules_of_sequence",
+    "text_reading",
+]
 
 
 def find_rule(reference: NumberRule | str) -> tuple[NumberRule, SequenceFieldBase | None]:
@@ -77,7 +87,7 @@ def rules_of_sequence(sequence_name: str) -> dict[str, NumberRule]:
         if field.sequence_name == sequence_name
     }
     seen = {id(rule) for rule in found.values()}
-    for module_name, module in sorted(sys.modules.items()):
+    for module_name, module in _rule_modules():
         try:
             attributes = list(vars(module).items())
         except TypeError:  # a module object without a __dict__
@@ -87,6 +97,16 @@ def rules_of_sequence(sequence_name: str) -> dict[str, NumberRule]:
                 seen.add(id(value))
                 found[f"{module_name}.{attribute}"] = value
     return found
+
+
+def _rule_modules() -> list[tuple[str, Any]]:
+    """The modules to look for rules in: those flow.rules saw rules made in at their top level, when it records
+    them, else every module loaded, each in name order."""
+    made_in: Any = getattr(rules_module, "rules_made_in_code", None)
+    if made_in is not None:
+        names = sorted({name for _rule, name in made_in()})
+        return [(name, sys.modules[name]) for name in names if name in sys.modules]
+    return sorted(sys.modules.items())
 
 
 def parse_row_name(name: str) -> tuple[str, str | None, str | None]:
@@ -263,3 +283,44 @@ def _model_column(model: type[models.Model], name: str) -> models.Field[Any, Any
         if name in (candidate.name, candidate.attname):
             return candidate
     return None
+
+
+def column_of_label(
+    label: str,
+    rule: NumberRule | str | None = None,
+    *,
+    scope_from: Mapping[str, str] | None = None,
+    error: type[UnknownFieldLabel] = UnknownFieldLabel,
+) -> NumberedColumn:
+    """The numbered column `label` ("shop.Invoice.number") names: a SequenceField, or with `rule` a plain column
+    that rule numbers. `error` (UnknownFieldLabel or a subclass of the caller's) for a bad label, a plain column
+    without a rule, or a rule that does not fit the column."""
+    model, field_name = model_and_name(label, error)
+    if rule is None:
+        try:
+            sequence_field(model, field_name, error)
+        except UnknownFieldLabel as exc:
+            hint = " Give the rule its numbers were made by (--rule module.RULE, or a field's label it is shared with)."
+            raise error(f"{exc}{hint if 'not a SequenceField' in str(exc) else ''}") from None
+    try:
+        column = numbered_column(model, field_name, rule, scope_from=scope_from)
+    except ValueError as exc:
+        raise error(str(exc)) from None
+    if not column.is_text and column.flow is not None and column.sequence_field is None:
+        raise error(f"{label} holds integers, and the rule {column.rule_label} makes texts by its format.")
+    return column
+
+
+class _Whole:
+    """The reading of a text column whose rule has no format: each text a whole decimal number, counted without
+    periods (what TextReader reads through `flow` and `reset_rule`)."""
+
+    def __init__(self, rule: NumberRule) -> None:
+        self.flow = FlowFormat("{value}")
+        self.reset_rule = rule.reset_rule
+
+
+def text_reading(column: NumberedColumn) -> Any:
+    """What reads the column's texts (anything with `flow` and `reset_rule`, as TextReader takes): the column's
+    rule, or whole numbers for a rule without a format."""
+    return column if column.flow is not None else _Whole(column.rule)

@@ -106,7 +106,7 @@ def test_unknown_sequence_is_an_error():
 def test_sync_moves_the_sequence_and_says_so():
     ImportedOrder.objects.create(number=4321)
     out = segment_seq("sync", "testapp.ImportedOrder.number")
-    assert "Sequence 'imported-order' created at 4321" in out
+    assert "Sequence 'imported-order' moved from 0 to 4321" in out
     assert "already at 4321" in segment_seq("sync", "testapp.ImportedOrder.number")
 
 

@@ -8,12 +8,11 @@ gaps reach Python; a formatted field's texts are streamed and read back with the
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 
-from django.db import connections, models, router
+from django.db import connections, router
 from django.db.models import Count, F, Max, Min, Q, Window
 from django.db.models.functions import Lead
 
@@ -24,11 +23,9 @@ from django_segment_seq.audit.texts import TextReader
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import shown
 from django_segment_seq.exceptions import SequenceScopeError
-from django_segment_seq.fields.base import SequenceFieldBase
-from django_segment_seq.fields.labels import field_of, label_of
-from django_segment_seq.fields.sequence import FormattedSequenceField
-from django_segment_seq.flow.scopes import scope_key
-from django_segment_seq.sync import empty_values, scope_fields
+from django_segment_seq.flow.rules import NumberRule
+from django_segment_seq.numbered import NumberedColumn, column_of_label, text_reading
+from django_segment_seq.sync import model_rows
 
 # Rows read per round trip: texts are short, and fewer round trips matter on a million of them.
 SCAN_CHUNK = 20_000
@@ -87,40 +84,49 @@ class GapReport:
 class _Scopes:
     """Scope keys of rows, from their scope columns' values; None for a row whose empty scope has no counter."""
 
-    def __init__(self, model: type[models.Model], field: SequenceFieldBase) -> None:
-        self.field = field
-        self.attnames = [scope_field.attname for scope_field in scope_fields(model, field)]
+    def __init__(self, column: NumberedColumn) -> None:
+        self.column = column
+        self.attnames = column.scope_attnames
         self.known: dict[tuple[Any, ...], str | None] = {}
 
     def key(self, values: tuple[Any, ...]) -> str | None:
         if not self.attnames:
             return None
         if values not in self.known:
-            instance = SimpleNamespace(**dict(zip(self.attnames, values, strict=True)))
             try:
-                self.known[values] = scope_key(self.field, cast(models.Model, instance))
+                self.known[values] = self.column.scope_of(self.column.row_values(values))
             except SequenceScopeError:
                 self.known[values] = None
         return self.known[values]
 
 
 def gap_report(
-    field_label: str, *, period: str | None = None, scope: str | None = None, using: str | None = None
+    field_label: str,
+    *,
+    period: str | None = None,
+    scope: str | None = None,
+    using: str | None = None,
+    rule: NumberRule | str | None = None,
+    scope_from: Mapping[str, str] | None = None,
 ) -> GapReport:
     """The gaps of the field `field_label`, narrowed to one period and one scope (its key or as shown) if given.
 
-    UnknownField for a bad label; UnparseableFormat when a formatted field's texts cannot be read back;
-    ValueError for a period of a field without reset, a scope of an unscoped one, a period or scope that names
-    no series with numbers stored, or an unknown database alias.
+    A column that is not a SequenceField (numbers made in code by next_text) is read by `rule`, the rule that
+    made them (a NumberRule, its import path, or the label of a SequenceField it is shared with); each scope
+    value from the column `scope_from` names for it, else the column of the scope's name.
+
+    UnknownField for a bad label or a column without a rule; UnparseableFormat when a formatted field's texts
+    cannot be read back; ValueError for a period of a field without reset, a scope of an unscoped one, a period
+    or scope that names no series with numbers stored, or an unknown database alias.
     """
-    model, seq_field = field_of(field_label, UnknownField)
-    label = label_of(model, seq_field)
+    column = column_of_label(field_label, rule, scope_from=scope_from, error=UnknownField)
+    model, label = column.model, column.label
     if using is not None and using not in connections:
         raise ValueError(f"{label}: using={using!r} is not a database of DATABASES.")
     alias = using or router.db_for_read(model)
-    rows = model._base_manager.db_manager(alias).exclude(empty_values(seq_field)).order_by()
-    scopes = _Scopes(model, seq_field)
-    if period is not None and not (seq_field.reset_rule.is_named or seq_field.reset_rule.is_callable):
+    rows = model_rows(column, alias)
+    scopes = _Scopes(column)
+    if period is not None and not column.periodic:
         raise ValueError(f"{label} counts without periods (it has no reset); give no period.")
     if scope is not None and not scopes.attnames:
         raise ValueError(f"{label} is not scoped; give no scope.")
@@ -129,10 +135,10 @@ def gap_report(
         return (period is None or key[1] == period) and (scope is None or scope in (key[0], shown(key[0])))
 
     key_missing = ""
-    if isinstance(seq_field, FormattedSequenceField):
-        found, unreadable, key_missing = _text_gaps(rows, seq_field, scopes, wanted)
+    if column.is_text:
+        found, unreadable, key_missing = _text_gaps(rows, column, scopes, wanted)
     else:
-        found, unreadable = _integer_gaps(rows, seq_field, scopes, wanted), 0
+        found, unreadable = _integer_gaps(rows, column, scopes, wanted), 0
     if not found and (period is not None or scope is not None):
         raise ValueError(_names_no_series(label, period, scope))
     voided = _register(label, found)
@@ -158,9 +164,9 @@ def _names_no_series(label: str, period: str | None, scope: str | None) -> str:
 Found = dict[SeriesKey, tuple[int, int, int, int, list[Span]]]
 
 
-def _integer_gaps(rows: Any, seq_field: SequenceFieldBase, scopes: _Scopes, wanted: Any) -> Found:
+def _integer_gaps(rows: Any, column: NumberedColumn, scopes: _Scopes, wanted: Any) -> Found:
     """Asks the database for each scope's bounds and for the rows followed by a gap, nothing else."""
-    name, attnames = seq_field.name, scopes.attnames
+    name, attnames = column.name, scopes.attnames
     bounds: dict[SeriesKey, list[int]] = {}
     totals = {"first": Min(name), "highest": Max(name), "stored": Count(name), "distinct": Count(name, distinct=True)}
     if attnames:
@@ -190,17 +196,17 @@ def _integer_gaps(rows: Any, seq_field: SequenceFieldBase, scopes: _Scopes, want
     }
 
 
-def _text_gaps(rows: Any, seq_field: FormattedSequenceField, scopes: _Scopes, wanted: Any) -> tuple[Found, int, str]:
+def _text_gaps(rows: Any, column: NumberedColumn, scopes: _Scopes, wanted: Any) -> tuple[Found, int, str]:
     """Streams the texts, reads each back into its number and period, and finds the gaps of each series; texts no
     format of the field reads (another prefix included) are counted as unreadable."""
-    reader = TextReader(seq_field)  # UnparseableFormat when the format cannot be read back
+    reader = TextReader(text_reading(column))  # UnparseableFormat when the format cannot be read back
     unreadable = 0
     if len(reader.parsers) == 1 and reader.parser.prefix:
-        prefixed = Q(**{f"{seq_field.name}__startswith": reader.parser.prefix})
+        prefixed = Q(**{f"{column.name}__startswith": reader.parser.prefix})
         unreadable = rows.exclude(prefixed).count()  # counted by the database, not read
         rows = rows.filter(prefixed)
     numbers: dict[SeriesKey, list[int]] = defaultdict(list)
-    for values, text in _texts(rows, scopes.attnames, seq_field.name):
+    for values, text in _texts(rows, scopes.attnames, column.name):
         reading = reader.read(text)
         if reading is None:
             unreadable += 1

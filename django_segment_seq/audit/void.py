@@ -5,7 +5,7 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import Any
 from urllib.parse import unquote
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -26,13 +26,10 @@ from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import PAIR_SEPARATOR, row_name
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceScopeError
-from django_segment_seq.fields.base import SequenceFieldBase
-from django_segment_seq.fields.labels import field_of, label_of
-from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow import formats as formatting
 from django_segment_seq.flow.parsing import FormatParser, UnparseableFormat
-from django_segment_seq.flow.scopes import scope_key, scope_names
-from django_segment_seq.sync import scope_fields
+from django_segment_seq.flow.rules import NumberRule
+from django_segment_seq.numbered import NumberedColumn, column_of_label, text_reading
 
 # A scope as void() takes it: the row-name key ("company=42"), or the scope fields' values by field name.
 ScopeOption = str | Mapping[str, Any] | None
@@ -47,24 +44,28 @@ def void(
     period: str | None = None,
     user: str | None = None,
     using: str | None = None,
+    rule: NumberRule | str | None = None,
+    scope_from: Mapping[str, str] | None = None,
 ) -> VoidedNumber:
     """Record that `number_or_text` of the field `field_label` ("shop.Invoice.number") was not used, and why.
 
     A text is read back with the field's format, exactly as the format writes it (check digits
     included), which also gives its period; a bare number of a field with reset is of `period`, by
     default the current one. `using` is the database of the field's rows; the register lives beside
-    the Sequence table. Raises a VoidError: UnknownField, EmptyReason, UnreadableNumber, OtherSeries
-    (a period or scope the text does not show), AlreadyVoided, NeverHandedOut, InvalidVoidOption;
-    SequenceScopeError for a missing or unneeded scope.
+    the Sequence table. A column that is not a SequenceField (numbers made in code) is read by `rule`, the rule
+    that made them (a NumberRule, its import path, or a SequenceField's label), its scope values from the columns
+    `scope_from` names (default: the columns of the scopes' names). Raises a VoidError: UnknownField,
+    EmptyReason, UnreadableNumber, OtherSeries (a period or scope the text does not show), AlreadyVoided,
+    NeverHandedOut, InvalidVoidOption; SequenceScopeError for a missing or unneeded scope.
     """
     if not isinstance(reason, str) or not reason.strip():
         raise EmptyReason(f"{field_label}: give the reason {number_or_text!r} was not used.")
-    model, field = field_of(field_label, UnknownField)
-    label = label_of(model, field)
+    field = column_of_label(field_label, rule, scope_from=scope_from, error=UnknownField)
+    model, label = field.model, field.label
     _check_options(label, user, using)
     number, text, period = _read(field, number_or_text, period)
     scope_text = _scope(field, scope)
-    if text and isinstance(field, FormattedSequenceField):
+    if text and field.flow is not None:
         _scope_agrees(field, text, scope)
     sequence = row_name(field.sequence_name, scope_text, period)
     shown = text or str(number)
@@ -107,9 +108,9 @@ def _check_options(label: str, user: str | None, using: str | None) -> None:
         raise InvalidVoidOption(f"{label}: using={using!r} is not a database of DATABASES.")
 
 
-def _read(field: SequenceFieldBase, given: int | str, period: str | None) -> tuple[int, str, str | None]:
+def _read(field: NumberedColumn, given: int | str, period: str | None) -> tuple[int, str, str | None]:
     """The number, the text (formatted fields, '' for a bare number) and the period `given` names."""
-    if not isinstance(field, FormattedSequenceField):
+    if not field.is_text:
         if period is not None:
             raise ValueError(f"{field.name} is an integer field, which counts without periods; give no period.")
         if isinstance(given, str) and given.strip().lstrip("-").isdigit():
@@ -122,22 +123,23 @@ def _read(field: SequenceFieldBase, given: int | str, period: str | None) -> tup
     if isinstance(given, int):
         if period is None:
             period = field.reset_rule.key(formatting.now())
-        elif not (field.reset_rule.is_named or field.reset_rule.is_callable):
+        elif not field.periodic:
             raise ValueError(f"{field.name} has no reset, so it counts without periods; give no period.")
         return given, "", period
     if not isinstance(given, str):
         raise UnreadableNumber(f"{field.name}: {given!r} is neither a number nor a text.")
     try:
-        reader = TextReader(field, strict=True)
+        reader = TextReader(text_reading(field), strict=True)
         reading = reader.read(given)
     except UnparseableFormat as exc:
         raise UnreadableNumber(f"{field.name}: {exc}") from None
     if reading is None and reader.locked is not None:
         raise UnreadableNumber(f"{field.name}: {given!r} cannot be read back: {reader.locked}") from None
     if reading is None:
-        check = " with its check digits right" if field.flow.check_digits is not None else ""
+        flow = text_reading(field).flow
+        check = " with its check digits right" if flow.check_digits is not None else ""
         raise UnreadableNumber(
-            f"{field.name}: {given!r} is not a text its format {field.flow.source!r} makes{check} "
+            f"{field.name}: {given!r} is not a text its format {flow.source!r} makes{check} "
             "(each number written as the format writes it)."
         )
     number, read_period = reading
@@ -146,9 +148,9 @@ def _read(field: SequenceFieldBase, given: int | str, period: str | None) -> tup
     return number, given, read_period
 
 
-def _scope(field: SequenceFieldBase, scope: ScopeOption) -> str | None:
+def _scope(field: NumberedColumn, scope: ScopeOption) -> str | None:
     """The scope key of `scope` for this field; SequenceScopeError when a scoped field has none or another has one."""
-    names = scope_names(field.scope)
+    names = field.rule.scope_names
     if not names:
         if scope:
             raise SequenceScopeError(field.sequence_name, "the field is not scoped; give no scope.")
@@ -157,24 +159,24 @@ def _scope(field: SequenceFieldBase, scope: ScopeOption) -> str | None:
         raise SequenceScopeError(field.sequence_name, f"the field is scoped by {', '.join(names)}: give the scope.")
     if isinstance(scope, str):
         return scope
-    by_attname = {}
-    for scope_field in scope_fields(field.model, field):
-        value = scope.get(scope_field.name, scope.get(scope_field.attname))
-        by_attname[scope_field.attname] = getattr(value, "pk", value)  # a model instance counts by its key
-    return scope_key(field, cast(models.Model, SimpleNamespace(**by_attname)))
+    values = {}
+    for name, scope_field in field.scope_columns.items():
+        value = scope.get(name, scope.get(scope_field.name, scope.get(scope_field.attname)))
+        values[name] = getattr(value, "pk", value)  # a model instance counts by its key
+    return field.scope_of(values)
 
 
-def _scope_agrees(field: FormattedSequenceField, text: str, scope: ScopeOption) -> None:
+def _scope_agrees(field: NumberedColumn, text: str, scope: ScopeOption) -> None:
     """OtherSeries when the text shows a scope value ({instance.company.code}) that the given scope does not have."""
     parser = FormatParser(field.flow)
     shown = parser.instance_texts(text) or ()
-    by_name = {scope_field.name: scope_field for scope_field in scope_fields(field.model, field)}
-    by_name |= {scope_field.attname: scope_field for scope_field in by_name.values()}
+    by_name = {scope_field.name: (name, scope_field) for name, scope_field in field.scope_columns.items()}
+    by_name |= {scope_field.attname: (name, scope_field) for name, scope_field in by_name.values()}
     for (path, spec, conversion), seen in zip(parser.instance_fields, shown, strict=False):
         first = path.removeprefix("instance.").split(".", 1)[0].split("[", 1)[0]
         if first not in by_name:
             continue  # not a scope value: nothing to compare the scope with
-        instance = _scope_instance(by_name[first], scope, first)
+        instance = _scope_instance(*by_name[first], scope)
         if instance is None:
             continue  # the scope names a row that no longer exists: what the text shows cannot be told
         formatter = string.Formatter()
@@ -190,13 +192,14 @@ def _scope_agrees(field: FormattedSequenceField, text: str, scope: ScopeOption) 
             )
 
 
-def _scope_instance(scope_field: Any, scope: ScopeOption, name: str) -> SimpleNamespace | None:
-    """A stand-in instance with the scope field's value (a foreign key's object loaded), or None when unknown."""
+def _scope_instance(name: str, scope_field: Any, scope: ScopeOption) -> SimpleNamespace | None:
+    """A stand-in instance with the value of scope `name` (held by `scope_field`; a foreign key's object loaded), or
+    None when unknown."""
     if isinstance(scope, Mapping):
-        value = scope.get(scope_field.name, scope.get(scope_field.attname))
+        value = scope.get(name, scope.get(scope_field.name, scope.get(scope_field.attname)))
     else:
         pairs = dict(pair.split("=", 1) for pair in str(scope or "").split(PAIR_SEPARATOR) if "=" in pair)
-        value = unquote(pairs.get(scope_field.name, "")) or None
+        value = unquote(pairs.get(name, pairs.get(scope_field.name, ""))) or None
     if value is None:
         return None
     if scope_field.is_relation and not isinstance(value, models.Model):
@@ -210,24 +213,23 @@ def _scope_instance(scope_field: Any, scope: ScopeOption, name: str) -> SimpleNa
 
 def _held(
     model: type[models.Model],
-    field: SequenceFieldBase,
+    field: NumberedColumn,
     number: int,
     text: str,
     scope: str | None,
     using: str | None,
 ) -> bool:
     """Whether a row of the field holds the number (a formatted field: the text) in this scope."""
-    if isinstance(field, FormattedSequenceField) and not text:
+    if field.is_text and not text:
         return False  # a bare number of a formatted field is no stored text
     manager = model._base_manager.db_manager(using or router.db_for_read(model))
     rows = manager.filter(**{field.name: text if text else number})
-    attnames = [scope_field.attname for scope_field in scope_fields(model, field)]
+    attnames = field.scope_attnames
     if not attnames:
         return rows.exists()
     for values in rows.values_list(*attnames)[:100]:
-        instance = SimpleNamespace(**dict(zip(attnames, values, strict=True)))
         try:
-            if scope_key(field, cast(models.Model, instance)) == scope:
+            if field.scope_of(field.row_values(tuple(values))) == scope:
                 return True
         except SequenceScopeError:
             continue

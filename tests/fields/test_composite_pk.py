@@ -250,10 +250,10 @@ def test_sync_moves_an_unscoped_number_in_the_key(acme):
     assert KeyedLine.objects.create(company=acme).pk == (acme.pk, 42)
 
 
-def test_sync_refuses_a_scoped_number_in_the_key_as_any_scoped_field(acme):
+def test_sync_moves_a_scoped_number_in_the_key_as_any_scoped_field(acme):
     KeyedInvoice.objects.create(company=acme, number=7)
-    with pytest.raises(CommandError, match="scoped by company: sync moves one counter per column"):
-        segment_seq("sync", "testapp.KeyedInvoice.number")
+    assert f"keyed-invoice@company={acme.pk}" in segment_seq("sync", "testapp.KeyedInvoice.number")
+    assert KeyedInvoice.objects.create(company=acme).pk == (acme.pk, 8)
 
 
 @pytest.mark.parametrize("label", ["testapp.KeyedInvoice.number", "testapp.KeyedCredit.code", "testapp.KeyedLine.line"])

@@ -10,6 +10,8 @@ from tqdm import tqdm
 
 from django_segment_seq.backfill import DEFAULT_BATCH_SIZE, FillResult, count_empty, fill_empty
 from django_segment_seq.management.subcommands.base import MODEL_ROWS_DATABASE, Subcommand, resolve_field
+from django_segment_seq.management.subcommands.gaps import add_rule_arguments
+from django_segment_seq.management.subcommands.sync import pairs
 
 
 class Backfill(Subcommand):
@@ -21,16 +23,29 @@ class Backfill(Subcommand):
     def add_arguments(cls, parser: CommandParser) -> None:
         parser.add_argument("field", metavar="APP_LABEL.Model.field")
         parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+        add_rule_arguments(parser)
 
     def database(self, database: str | None) -> str:
         return super().database(None)  # --database names the model's rows; the Sequence table stays routed
 
-    def handle(self, *, field: str, batch_size: int, database: str | None = None, **options: Any) -> None:
+    def handle(
+        self,
+        *,
+        field: str,
+        batch_size: int,
+        database: str | None = None,
+        rule: str | None = None,
+        scope_from: list[tuple[str, str]] | None = None,
+        **options: Any,
+    ) -> None:
         if batch_size < 1:
             raise CommandError(f"--batch-size must be at least 1, not {batch_size}.")
         model, field_name = resolve_field(field)
+        columns = pairs(scope_from, "--scope-from")
+        if columns and rule is None:
+            raise CommandError("--scope-from reads a scope of a rule: name the rule (--rule).")
         try:
-            total = count_empty(model, field_name, using=database)
+            total = count_empty(model, field_name, using=database, rule=rule, scope_from=columns)
         except ValueError as exc:
             raise CommandError(f"{field}: {exc}") from None
         if total == 0:
@@ -44,6 +59,8 @@ class Backfill(Subcommand):
                     batch_size=batch_size,
                     using=database,
                     progress=lambda picked, filled: bar.update(picked),
+                    rule=rule,
+                    scope_from=columns,
                 )
             except ValueError as exc:
                 raise CommandError(f"{field}: {exc}") from None

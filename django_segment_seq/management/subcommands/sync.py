@@ -123,7 +123,7 @@ class Sync(Subcommand):
             return
         single = len(report.rows) == 1 and report.rows[0].row_name == report.sequence_name
         if single:
-            self.write_one(field, report.rows[0])
+            self.write_one(field, report.rows[0], seeded=report.seeded)
         else:
             self.write_rows(field, report)
         moved = report.moved
@@ -135,10 +135,10 @@ class Sync(Subcommand):
             self.stdout.write(f"{rows} on the Redis tier: its Redis state was emptied (a gap).")
         self.write_running_processes(moved, seeded=report.seeded)
 
-    def write_one(self, field: str, result: SyncResult) -> None:
+    def write_one(self, field: str, result: SyncResult, *, seeded: bool) -> None:
         """The sequence's own row, the one counter of a column without reset or scope."""
         if result.moved:
-            moved = "created at" if result.created else f"moved from {result.before} to"
+            moved = "created at" if result.created and seeded else f"moved from {result.before} to"
             self.stdout.write(
                 f"Sequence {result.row_name!r} {moved} {result.after}, the highest value stored in {field}."
             )
