@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import collections
+import contextlib
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.contrib.auth.management import create_permissions
+from django.contrib.contenttypes.management import create_contenttypes
+from django.core.management import call_command
+from django.core.management.color import no_style
+from django.core.management.sql import emit_post_migrate_signal
+from django.db import connection, connections
+from django.db.models.signals import post_migrate
+from django.test import TransactionTestCase
 
 from django_segment_seq import clear_cache
 from django_segment_seq.allocator.connections import pool
@@ -29,10 +39,184 @@ collect_ignore = ["userproject", "userproject_testing"]
 PROCESS_FIXTURES = {"run_workers", "stress_workers", "user_project", "workers", "tier_workers"}
 
 
+# Process tests whose subject is not the database: they take as long on every backend and find the same things, so
+# a whole run runs them in one job only (tests/support/run_backends.py: SEGMENT_SEQ_RUN_ONCE, and a check that they
+# ran in exactly one job). Each entry is a file or a test of one (its name, every parametrization). The ID
+# service's tests that take numbers under concurrency, a held row lock, an outage or a killed worker are not here:
+# concurrency, locks, give-back, restores, clusters and faults run on every backend.
+RUN_ONCE = (
+    "tests/processes/test_admin_browser.py",
+    "tests/processes/test_register_browser.py",
+    "tests/processes/test_benchmark.py",
+    "tests/processes/test_benchmark_connections.py",
+    "tests/processes/test_benchmark_gaps.py",
+    "tests/processes/test_benchmark_service_paths.py",
+    "tests/processes/test_user_project.py",
+    "tests/processes/test_testing.py::test_user_project_pytest_suite_passes_with_each_test_starting_at_one",
+    "tests/processes/test_testing.py::test_user_project_manage_py_test_passes",
+    "tests/processes/test_testing.py::test_user_project_manage_py_test_cleans_up_with_the_runner_alone",
+    "tests/processes/test_testing.py::test_user_project_manage_py_test_with_rows_of_set_up_test_data",
+    "tests/processes/test_testing.py::test_user_project_tests_fail_without_the_plugin",
+    "tests/processes/test_testing.py::test_a_project_without_the_app_runs_its_tests_untouched",
+    "tests/processes/test_id_service.py::test_security_answers",
+    "tests/processes/test_id_service.py::test_health_and_the_openapi_document",
+    "tests/processes/test_id_service.py::test_fuzz_never_a_500",
+    "tests/processes/test_id_service.py::test_remote_sequence_against_the_live_server",
+    "tests/processes/test_id_service.py::test_remote_sequence_waits_for_a_server_that_goes_away_and_comes_back",
+    "tests/processes/test_id_service.py::test_servers_leave_no_process_behind",
+    "tests/processes/test_id_service.py::test_only_plain_rows_that_exist_over_the_wire",
+    "tests/processes/test_id_service.py::test_a_forged_log_line_is_a_400_and_never_logged",
+    "tests/processes/test_id_service.py::test_the_rate_holds_on_a_shared_file_cache_under_concurrency",
+    "tests/processes/test_id_service.py::test_refusals_are_limited_too",
+    "tests/processes/test_id_service.py::test_bad_input_is_a_400_naming_the_field_over_the_wire",
+    "tests/processes/test_id_service.py::test_schemathesis_finds_nothing_against_the_live_server",
+)
+
+
+def runs_once(item: pytest.Item) -> bool:
+    """Whether a test is one of RUN_ONCE, or marked `once` where it is written."""
+    path, _, name = item.nodeid.partition("::")
+    return item.get_closest_marker("once") is not None or any(
+        entry in (path, f"{path}::{name.split('[')[0]}") for entry in RUN_ONCE
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that start worker processes, and the run-once ones."""
     for item in items:
         if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.processes)
+        if runs_once(item):
+            item.add_marker(pytest.mark.once)
+
+
+class RunOnceSelection:
+    """Leaves the run-once tests out under SEGMENT_SEQ_RUN_ONCE=0, after -m, -k and the like chose the rest, and says
+    which it kept or left out in SEGMENT_SEQ_ONCE_REPORT (a JSON file), so the runner sees every one ran once."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        once = [item for item in items if item.get_closest_marker("once") is not None]
+        left_out = once if os.environ.get("SEGMENT_SEQ_RUN_ONCE") == "0" else []
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item.get_closest_marker("once") is None]
+        report = os.environ.get("SEGMENT_SEQ_ONCE_REPORT")
+        if report:
+            ran = [] if left_out else [item.nodeid for item in once]
+            Path(report).write_text(json.dumps({"ran": ran, "left_out": [item.nodeid for item in left_out]}))
+
+
+# The two tables Django's post_migrate fills for every app, kept through a transactional test's flush. Django's own
+# flush deletes them and makes them again (emit_post_migrate_signal): about three quarters of such a test's time.
+KEPT_TABLES = ("django_content_type", "auth_permission")
+KEPT_QUERIES = (
+    "SELECT id, app_label, model FROM django_content_type ORDER BY id",
+    "SELECT id, content_type_id, codename, name FROM auth_permission ORDER BY id",
+)
+AUTH_RECEIVER = "django.contrib.auth.management.create_permissions"  # the dispatch_uid auth's AppConfig gives it
+# What the kept tables held before the first transactional test on each database: a test that leaves them otherwise
+# (a permission made or deleted, a content type removed) is flushed as Django flushes, and they are made again.
+kept_rows: dict[str, list[list[tuple[Any, ...]]]] = {}
+# Django's own methods, as TransactionTestCase defines them (_fixture_setup is a classmethod since Django 5.2).
+DJANGO_FIXTURE_METHODS = {name: TransactionTestCase.__dict__[name] for name in ("_fixture_setup", "_fixture_teardown")}
+
+
+def read_kept_rows(alias: str, tables: Iterable[str] | None = None) -> list[list[tuple[Any, ...]]] | None:
+    """The rows of the kept tables, or None on a database without them (one the migrations did not make)."""
+    if not set(KEPT_TABLES) <= set(connections[alias].introspection.table_names() if tables is None else tables):
+        return None
+    with connections[alias].cursor() as cursor:
+        rows = []
+        for query in KEPT_QUERIES:
+            cursor.execute(query)
+            rows.append([tuple(row) for row in cursor.fetchall()])
+        return rows
+
+
+@contextlib.contextmanager
+def without_content_type_receivers() -> Iterator[None]:
+    """post_migrate without Django's two receivers that re-make the kept tables; the others (the app's record of its
+    concealed formats) still run, so a flushed database holds what Django's flush leaves."""
+    post_migrate.disconnect(create_contenttypes)
+    post_migrate.disconnect(dispatch_uid=AUTH_RECEIVER)
+    try:
+        yield
+    finally:
+        post_migrate.connect(create_permissions, dispatch_uid=AUTH_RECEIVER)
+        post_migrate.connect(create_contenttypes)
+
+
+def flush_keeping_content_types(alias: str) -> None:
+    """Flush one database as Django's flush does, except that content types and permissions stay when the test left
+    them as they were: every other table is emptied and post_migrate sent without the receivers that re-make them."""
+    db = connections[alias]
+    existing = set(db.introspection.table_names(include_views=False))
+    before = kept_rows.get(alias)
+    if before is None or read_kept_rows(alias, existing) != before:
+        call_command("flush", verbosity=0, interactive=False, database=alias, reset_sequences=False)
+        if before is not None:
+            kept_rows[alias] = read_kept_rows(alias) or []
+        return
+    convert = db.introspection.identifier_converter
+    tables = [t for t in db.introspection.django_table_names() if convert(t) in existing and t not in KEPT_TABLES]
+    statements = db.ops.sql_flush(no_style(), tables, reset_sequences=False)
+    db.ops.execute_sql_flush(statements)
+    with without_content_type_receivers():
+        emit_post_migrate_signal(0, False, alias)
+
+
+def django_method(name: str, test: Any) -> Any:
+    """Django's own TransactionTestCase method, bound to a test or test class as Django would bind it."""
+    method = DJANGO_FIXTURE_METHODS[name]
+    owner = test if isinstance(test, type) else type(test)
+    return method.__get__(None if isinstance(method, classmethod) else test, owner)
+
+
+def cheap_fixture_setup(test: Any) -> None:
+    """Read the kept tables of each database once, before the first transactional test that uses it."""
+    if flushes_cheaply(test):
+        for alias in test._databases_names(include_mirrors=False):
+            if alias not in kept_rows:
+                rows = read_kept_rows(alias)
+                if rows is not None:
+                    kept_rows[alias] = rows
+    django_method("_fixture_setup", test)()
+
+
+def cheap_fixture_teardown(test: Any) -> None:
+    """A transactional test's flush, keeping content types and permissions; Django's own for a test that sets
+    available_apps or serialized_rollback (Django handles both itself), or under SEGMENT_SEQ_TEST_DJANGO_FLUSH=1."""
+    if not flushes_cheaply(test):
+        django_method("_fixture_teardown", test)()
+        return
+    for alias in test._databases_names(include_mirrors=False):
+        flush_keeping_content_types(alias)
+
+
+def flushes_cheaply(test: Any) -> bool:
+    return (
+        test.available_apps is None
+        and not test.serialized_rollback
+        and os.environ.get("SEGMENT_SEQ_TEST_DJANGO_FLUSH") != "1"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the `once` mark; put the cheap flush in Django's place, as the same kind of method Django's is."""
+    config.addinivalue_line("markers", "once: backend-independent, run in one job of a whole run (RUN_ONCE)")
+    config.pluginmanager.register(RunOnceSelection(), "segment-seq-run-once")
+    for name, ours in (("_fixture_setup", cheap_fixture_setup), ("_fixture_teardown", cheap_fixture_teardown)):
+        setattr(
+            TransactionTestCase,
+            name,
+            classmethod(ours) if isinstance(DJANGO_FIXTURE_METHODS[name], classmethod) else ours,
+        )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for name, method in DJANGO_FIXTURE_METHODS.items():
+        setattr(TransactionTestCase, name, method)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
