@@ -13,6 +13,7 @@ from django.db.models.signals import post_delete, post_save
 from django.http import HttpRequest
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
+from django.utils.asyncio import async_unsafe
 
 from django_segment_seq.conf import app_settings
 from django_segment_seq.service.bounds import checks_bounded
@@ -74,12 +75,17 @@ def address_of(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR") or "-")
 
 
-def refuse_if_failing(address: str, wanted: str | None = None) -> None:
-    """TooManyFailures when `address` is past SERVICE_AUTH_FAILURE_RATE, unless `wanted` (a token's digest) is a live
-    token's: another token's failures never refuse a valid one. From the cache and the process's memory alone."""
+def failing_for(address: str) -> int | None:
+    """The seconds until `address` may authenticate again when it is past SERVICE_AUTH_FAILURE_RATE, else None; from
+    the cache alone."""
     rate = failure_rate()
-    seconds = None if rate is None else peek(f"auth-failures:{address}", rate)
-    if seconds is not None and (wanted is None or wanted not in live_digests):
+    return None if rate is None else peek(f"auth-failures:{address}", rate)
+
+
+def refuse_if_failing(address: str) -> None:
+    """TooManyFailures when `address` is past SERVICE_AUTH_FAILURE_RATE (a caller with no token to look up)."""
+    seconds = failing_for(address)
+    if seconds is not None:
         raise TooManyFailures(seconds)
 
 
@@ -172,58 +178,90 @@ post_save.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service
 post_delete.connect(known.forget, sender=Client, dispatch_uid="segment_seq_service_known_tokens_delete")
 
 
-class LiveDigests:
-    """The digests of every live token (current, or previous within its grace), read at most once per KNOWN_FOR by a
-    process and only while an address is past its failures: so a valid token is told from the wrong ones sent from
-    its address without a query per refusal."""
+class Flight:
+    """One lookup of a token in the table, which the other requests bringing the same token wait for."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.answered = False
+        self.caller: Caller | None = None
+
+
+class Lookups:
+    """Tokens not known to the process, looked up in the client table one lookup in flight per token (the requests
+    that bring it meanwhile wait for that answer, not each read the table); and the digests found not live in the
+    last KNOWN_FOR, so an address past its failures that repeats a wrong token is refused without a read."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.until = 0.0
-        self.digests: frozenset[str] = frozenset()
+        self.flights: dict[str, Flight] = {}
+        self.absent: dict[str, float] = {}
 
-    def __contains__(self, wanted: str) -> bool:
-        if time.monotonic() >= self.until:
-            self.load()
-        return wanted in self.digests
+    def is_absent(self, wanted: str) -> bool:
+        """Whether `wanted` was looked up lately and no live token had it."""
+        until = self.absent.get(wanted)
+        return until is not None and until >= time.monotonic()
 
-    def load(self) -> None:
-        now, found = timezone.now(), set()
-        rows = (
-            Client.objects.filter(revoked_at=None)
-            .order_by()
-            .values_list("token_digest", "previous_digest", "previous_valid_until")
-        )
-        for current, previous, valid_until in rows:
-            found.add(current)
-            if previous and valid_until is not None and valid_until > now:
-                found.add(previous)
+    @async_unsafe("A token is looked up in the client table")  # never wait for another lookup on an event loop
+    def caller(self, token: str, wanted: str) -> Caller | None:
+        """The caller of `token` (whose digest is `wanted`) by the table, or None when no live client has it."""
         with self.lock:
-            self.digests, self.until = frozenset(found), time.monotonic() + KNOWN_FOR
+            flight = self.flights.get(wanted)
+            leading = flight is None
+            if flight is None:
+                flight = self.flights[wanted] = Flight()
+        if not leading:
+            if flight.done.wait(app_settings()["LOCK_TIMEOUT"]) and flight.answered:
+                return flight.caller
+            return self.read(token, wanted)  # the lookup failed or is held up: this request's own, as before
+        try:
+            flight.caller = self.read(token, wanted)
+            flight.answered = True
+            return flight.caller
+        finally:
+            with self.lock:
+                self.flights.pop(wanted, None)
+            flight.done.set()
+
+    def read(self, token: str, wanted: str) -> Caller | None:
+        client = client_with(token)
+        if client is None:
+            with self.lock:
+                if len(self.absent) > 10_000:
+                    self.absent.clear()
+                self.absent[wanted] = time.monotonic() + KNOWN_FOR
+            return None
+        return caller_kept(client, wanted)
 
     def forget(self, **kwargs: Any) -> None:
         with self.lock:
-            self.until = 0.0
+            self.absent.clear()
 
 
-live_digests = LiveDigests()
-post_save.connect(live_digests.forget, sender=Client, dispatch_uid="segment_seq_service_live_digests")
-post_delete.connect(live_digests.forget, sender=Client, dispatch_uid="segment_seq_service_live_digests_delete")
+lookups = Lookups()
+post_save.connect(lookups.forget, sender=Client, dispatch_uid="segment_seq_service_lookups")
+post_delete.connect(lookups.forget, sender=Client, dispatch_uid="segment_seq_service_lookups_delete")
 
 
 def client_caller(token: str, address: str = "-") -> Caller:
-    """The caller of a bearer token, from memory for a token found valid in the last KNOWN_FOR seconds; an address
-    past its failures is refused before the table is read."""
+    """The caller of a bearer token, from memory for a token found valid in the last KNOWN_FOR seconds, else by the
+    table. A token the table knows is admitted whatever its address's failures (one made a moment ago in another
+    process too); an address past its failures is refused without a read only for a token found wrong lately."""
     wanted = digest(token) if token else NO_DIGEST
     caller = known.get(wanted) if token else None
     if caller is not None:
         return caller
-    refuse_if_failing(address, wanted if token else None)
-    client = client_with(token)
-    if client is None:
-        note_failure(address)
-        raise NotAuthenticated
-    return caller_kept(client, wanted)
+    failing = failing_for(address)
+    if failing is not None and (not token or lookups.is_absent(wanted)):
+        raise TooManyFailures(failing)
+    if not token:
+        client_with("")  # the same work as a wrong token
+    elif (caller := lookups.caller(token, wanted)) is not None:
+        return caller
+    if failing is not None:
+        raise TooManyFailures(failing)
+    note_failure(address)
+    raise NotAuthenticated
 
 
 def refresh(token: str) -> None:

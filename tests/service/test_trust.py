@@ -316,18 +316,91 @@ def test_403s_count_against_the_rate():
 
 
 @pytest.mark.usefixtures("minute_with_room")
-def test_failed_authentications_are_limited_without_reading_the_table(settings):
+def test_failed_authentications_are_limited_and_a_wrong_token_is_read_once(settings):
+    """Past its failures, an address's token is looked up once (it may be one made a moment ago elsewhere); a token
+    found wrong lately is refused without reading the table."""
     settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "SERVICE_AUTH_FAILURE_RATE": "5/m"}
     token = add_client()
     statuses = [post("/ids/", "order/next", "ssq_" + "W" * 43).status_code for _ in range(5)]
     assert statuses == [401] * 5
-    assert post("/ids/", "order/next", "ssq_" + "U" * 43).status_code == 429  # the live tokens read, once a while
+    with CaptureQueriesContext(connection) as first:
+        assert post("/ids/", "order/next", "ssq_" + "V" * 43).status_code == 429
+    assert [query["sql"].split()[0] for query in first.captured_queries] == ["SELECT"]  # the token looked up
     with CaptureQueriesContext(connection) as queries:
         refused = post("/ids/", "order/next", "ssq_" + "V" * 43)
+        assert post("/ids/", "order/next", "ssq_" + "W" * 43).status_code == 429
     assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
     assert queries.captured_queries == []
     other = post("/ids/", "order/next", token, REMOTE_ADDR="10.0.0.2")  # another address is judged on its own
     assert other.status_code == 200
+
+
+def written_elsewhere(name: str, rotate: str | None = None) -> str:
+    """A client added (or `rotate`'s token rotated, the old one in its grace) as another process writes it: the row
+    alone, without this process's signals, which would make it forget what it knows of the clients."""
+    from datetime import timedelta
+
+    from django.db.models import F
+    from django.utils import timezone
+
+    from django_segment_seq.service.tokens import digest, new_token, shown_part
+
+    token = new_token()
+    fields = {"token_start": shown_part(token), "token_digest": digest(token)}
+    if rotate is None:
+        Client.objects.bulk_create([Client(name=name, sequences="order*", **fields)])
+    else:
+        old = {"previous_digest": F("token_digest"), "previous_valid_until": timezone.now() + timedelta(hours=1)}
+        Client.objects.filter(name=rotate).update(**old, **fields)
+    return token
+
+
+@pytest.mark.usefixtures("minute_with_room")
+@pytest.mark.parametrize("prefix", PATHS)
+def test_a_token_made_moments_ago_elsewhere_is_admitted_while_its_address_is_past_its_failures(prefix, settings):
+    """A process past an address's failures judged its tokens by the live digests it read at most KNOWN_FOR before:
+    a client added, or a token rotated, in another process since was answered 429 "Too many failed authentications"
+    until then (every client behind one gateway). A token the table knows is admitted on its first request now."""
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "SERVICE_AUTH_FAILURE_RATE": "5/m"}
+    rotated = add_client("rotated", "order*")
+    wrong = [post(prefix, "order/next", "ssq_" + "W" * 43).status_code for _ in range(6)]
+    assert wrong == [401] * 5 + [429]  # the address is past its failures
+    assert post(prefix, "order/next", rotated).status_code == 200  # known to the process now
+    added, new = written_elsewhere("added"), written_elsewhere("", rotate="rotated")
+    assert post(prefix, "order/next", added).status_code == 200  # before: 429
+    assert post(prefix, "order/next", new).status_code == 200  # before: 429
+    assert post(prefix, "order/next", rotated).status_code == 200  # the old token, in its grace
+    assert post(prefix, "order/next", "ssq_" + "X" * 43).status_code == 429  # a wrong token still is refused
+
+
+def test_an_unknown_token_is_looked_up_once_however_many_requests_bring_it(monkeypatch):
+    """Requests that bring a token the process does not know at once wait for one lookup of it, not each read the
+    client table (before: one read per request)."""
+    import time
+
+    from django.db import connections
+
+    from django_segment_seq.service import authentication
+
+    token = add_client("burst", "order*")
+    authentication.known.forget()
+    reads, client_with = [], authentication.client_with
+
+    def slow_read(token: str):
+        reads.append(token)
+        time.sleep(0.3)
+        return client_with(token)
+
+    monkeypatch.setattr(authentication, "client_with", slow_read)
+
+    def caller() -> int | None:
+        try:
+            return None if authentication.client_caller(token, "10.0.0.9").name == "burst" else 1
+        finally:
+            connections.close_all()
+
+    assert admitted_by_threads(caller, threads=8, each=1) == [1] * 8  # each admitted
+    assert len(reads) == 1
 
 
 @pytest.mark.parametrize("backend_path", ["django.core.cache.backends.db.DatabaseCache"])

@@ -189,9 +189,8 @@ def test_a_revoked_clients_failures_do_not_lock_out_the_valid_clients_on_its_add
     known.forget()  # as after KNOWN_FOR seconds, or in another process: the valid tokens are not remembered
     assert [post(prefix, "order/next", token).status_code for token in (first, second, first)] == [200] * 3
     with CaptureQueriesContext(connection) as queries:
-        assert post(prefix, "order/next", "ssq_" + "W" * 43).status_code == 429
         assert post(prefix, "order/next", revoked).status_code == 429
-    assert queries.captured_queries == []  # wrong tokens are still refused without reading the client table
+    assert queries.captured_queries == []  # a token found wrong lately is refused without reading the client table
 
 
 def test_only_a_digest_is_stored():
