@@ -42,6 +42,10 @@ WINDOWS_TRIED = 2
 # A busy client's lease of the next window is taken this long before the window begins, so its first requests find
 # it in memory rather than all wait for it at once.
 NEXT_WINDOW_AHEAD = 0.1
+# A window's row is deleted only once it ended this many seconds ago by the deleting host's clock: each host names
+# windows by its own clock, so a row that has ended for a host whose clock runs ahead may still be counted in by one
+# whose clock lags (deleted, its window was counted again from nothing there). Hosts' clocks must differ by less.
+ENDED_FOR = 300.0
 
 
 def window_key(key: str, rate: Rate, now: float) -> tuple[str, int]:
@@ -227,7 +231,8 @@ def counted_in_database(name: str, limit: int, ends_at: float, size: int = 1) ->
 
 def counted_in_rows(name: str, limit: int, ends_at: float, size: int) -> int:
     """counted_in_database() within its bounds. The first request of a window makes its row (and deletes the rows
-    of windows that have ended); one that meets the row made meanwhile by another counts there."""
+    of windows that ended more than ENDED_FOR ago, which no host whose clock differs by less counts in); one that
+    meets the row made meanwhile by another counts there."""
     rows = RateWindow.objects.filter(key=name)
     granted = raised(rows, limit, size)
     if granted is not None:
@@ -238,7 +243,7 @@ def counted_in_rows(name: str, limit: int, ends_at: float, size: int) -> int:
             RateWindow.objects.create(key=name, count=size, ends_at=ends_at)
     except IntegrityError:  # made meanwhile by a request of another process: counted there
         return raised(rows, limit, size) or 0
-    RateWindow.objects.filter(ends_at__lt=time.time()).delete()
+    RateWindow.objects.filter(ends_at__lt=time.time() - ENDED_FOR).delete()
     return size
 
 

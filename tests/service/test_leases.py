@@ -327,3 +327,24 @@ def fast_requests_at_once(token: str, path: str, count: int) -> list[int]:
     with connections_kept():
         answers = async_to_sync(all_at_once)()
     return [messages[0]["status"] for messages in answers]
+
+
+def test_a_host_whose_clock_runs_ahead_deletes_no_window_still_live_on_another(monkeypatch, settings, tmp_path):
+    """Two servers share the database (counts in RateWindow, for a file cache); B's clock runs 30 s ahead of A's.
+    B's first count of its next window deleted every row its own clock saw ended, A's live window among them, so A
+    counted that window again from nothing (a 100/m client got 190 requests from A in a minute). Now a row is
+    deleted only once it ended ENDED_FOR ago, which no host whose clock is less far off still counts in."""
+    settings.CACHES = {"default": {**CACHES["file"], "LOCATION": str(tmp_path / "cache")}}
+    assert throttle.kept_in() is throttle.Kept.DATABASE
+    a_now, rate, key = 60 * 1000 + 45.0, Rate(100, 60), f"skewed-{uuid.uuid4().hex}"
+    clock = [a_now]
+    monkeypatch.setattr(throttle, "time", SimpleNamespace(time=lambda: clock[0]))
+    assert sum(throttle.retry_after(key, rate) is None for _ in range(100)) == 100  # A: the whole minute's limit
+    clock[0] = a_now + 30  # B, whose clock reads window 1001: another client's first count there
+    assert throttle.retry_after(f"neighbour-{uuid.uuid4().hex}", rate) is None
+    clock[0] = a_now + 1  # A, still in window 1000
+    assert throttle.retry_after(key, rate) == 14  # before: None, counted in a new row of the window
+    assert RateWindow.objects.get(key=throttle.window_name(key, rate, 1000)).count == 100
+    clock[0] = 60 * 1001 + throttle.ENDED_FOR + 1  # every host agrees window 1000 ended: its row goes
+    assert throttle.retry_after(f"later-{uuid.uuid4().hex}", rate) is None
+    assert not RateWindow.objects.filter(key=throttle.window_name(key, rate, 1000)).exists()
