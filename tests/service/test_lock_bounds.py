@@ -159,3 +159,32 @@ def timed_answers(prefix: str, token: str) -> list[tuple[int, float]]:
         started = time.monotonic()
         answers.append((post(prefix, "order/next", token).status_code, time.monotonic() - started))
     return answers
+
+
+@pytest.mark.parametrize("prefix", ["/ids/", "/aids/"])
+@pytest.mark.parametrize("case", ["window's first count", "failed authentication", "address past its failures"])
+def test_a_held_rate_window_delays_djangos_views_at_most_the_lock_timeout(prefix, case, settings, tmp_path, backend):
+    """On a cache that culls, Django's own views count in RateWindow besides a lease of a client's rate: a window's
+    first count (its row made, ended rows deleted), a wrong token's failure, the check of an address past its
+    failures. With every row held by another session, each of their statements waits at most LOCK_TIMEOUT, as the
+    fast path's do (a count that does not come lets its request through)."""
+    from django_segment_seq.service.models import RateWindow
+
+    if backend == "sqlite":
+        pytest.skip("a row held by another session, on a server with row locks")
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                                   "LOCATION": str(tmp_path / "cache")}}  # fmt: skip
+    settings.SEGMENT_SEQ = {**settings.SEGMENT_SEQ, "LOCK_TIMEOUT": 0.5, "SERVICE_AUTH_FAILURE_RATE": "2/m"}
+    first = case == "window's first count"
+    token = add_client("held", "order*", "--rate", "100000/s" if first else "100000/h")
+    wrong = "ssq_" + "Z" * 43
+    assert post(prefix, "order/next", token).status_code == 200  # the rate's row made
+    expected = {"window's first count": 200, "failed authentication": 401, "address past its failures": 429}[case]
+    before = {"window's first count": [], "failed authentication": [401], "address past its failures": [401, 401, 429]}
+    assert [post(prefix, "order/next", wrong).status_code for _ in before[case]] == before[case]  # its rows made
+    with rows_held(RateWindow):
+        if first:
+            time.sleep(1.02 - time.time() % 1)  # the next second: its window's first count makes a row
+        answers = timed_answers(prefix, token if first else wrong)
+    assert [status for status, _ in answers] == [expected] * 3
+    assert all(took < 0.5 + 1.0 for _, took in answers), answers
