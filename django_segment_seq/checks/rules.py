@@ -12,7 +12,7 @@ from django.db import DatabaseError, connections
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rule_shapes import RecordedShape
 from django_segment_seq.db.table import Sequence
-from django_segment_seq.db.tables import has_table
+from django_segment_seq.db.tables import has_table, migrate_running
 from django_segment_seq.exceptions import SequenceShapeChanged
 from django_segment_seq.fields.labels import label_of, sequence_fields
 from django_segment_seq.flow import shape_ledger
@@ -84,7 +84,7 @@ def check_migrated_and_shapes_kept(
     """At `check --database`: the app's table exists (E066), and each name keeps the reset and scope it was first
     used with (E067), so a deploy that would repeat texts is stopped before its first number."""
     alias = sequence_database()
-    if not databases or alias not in databases:
+    if not databases or alias not in databases or migrate_running():
         return []
     try:
         connection = connections[alias]

@@ -3,6 +3,8 @@ reads one asks this first and says nothing about a table still to come."""
 
 from __future__ import annotations
 
+import sys
+
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 
@@ -11,3 +13,17 @@ def has_table(connection: BaseDatabaseWrapper, table: str) -> bool:
     leaves a transaction aborted on PostgreSQL)."""
     with connection.cursor() as cursor:
         return table in connection.introspection.table_names(cursor)
+
+
+MIGRATE_COMMAND = "django.core.management.commands.migrate"
+
+
+def migrate_running() -> bool:
+    """Whether these checks run inside `manage.py migrate`, which runs the database checks before it makes the tables:
+    a check that says "run migrate" is then beside the point (Django tells checks nothing of who runs them)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == MIGRATE_COMMAND:
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False

@@ -285,3 +285,26 @@ def test_reshape_forgets_a_recorded_shape_so_a_seeded_new_rule_may_use_the_name(
     assert next_text(yearly) == "2026-0002"
     with pytest.raises(CommandError, match="No shape is recorded"):
         call_command("segment_seq", "reshape", "never-used")
+
+
+def test_migrate_on_a_database_never_migrated_is_not_stopped_by_the_check(tmp_path):
+    """migrate runs the database checks before it makes the tables: E066 must not stop the very command it names."""
+    empty = fresh_database(tmp_path)
+    code = (
+        "import django; django.setup()\n"
+        "from django.core.management import call_command\n"
+        "from django.core import checks\n"
+        "call_command('migrate', verbosity=0)\n"
+        "print([e.id for e in checks.run_checks(databases=['default']) if e.id == 'django_segment_seq.E066'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=worker_env(SEGMENT_SEQ_TEST_DB_NAME=empty),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    drop_database(empty)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
