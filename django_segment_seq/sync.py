@@ -397,6 +397,8 @@ class _Plan:
     seeded: bool = False
     read_by: str = ""
     reads_period: bool = False
+    # The format's width caps the rows made, as the rule's first use caps them; a format given alone caps nothing.
+    capped: bool = True
 
     def run(self, alias: str) -> SyncReport:
         column = self.column
@@ -456,7 +458,7 @@ class _Plan:
             value = before.get(names[target])
             if value is not None and (count > 1 or number <= value):
                 below[target] = below.get(target, 0) + count
-        cap = column.flow.cap if column.flow is not None else None
+        cap = column.flow.cap if column.flow is not None and self.capped else None
         results = []
         try:
             for target in sorted(highest, key=lambda target: names[target]):
@@ -668,9 +670,10 @@ def _reader_plan(
                 "out --pattern)."
             )
         return _Plan(column, reader.read, "", seeded, read_by, periodic)
+    capped = True
     if format is not None and rule.flow is None:
         column = dataclasses.replace(column, rule=NumberRule(rule.sequence_name, format=format, scope=rule.scope))
-        rule = column.rule
+        rule, capped = column.rule, False
     if rule.flow is None:
         numbers = TextNumbers()
         return _Plan(column, lambda stored: _whole(numbers, stored), "", seeded, read_by, False)
@@ -685,7 +688,7 @@ def _reader_plan(
         return reading[0], {name: values[name] for name in shown if name in values}, reading[1]
 
     prefix = texts.parser.prefix if len(texts.parsers) == 1 else ""
-    return _Plan(column, read, prefix, seeded, read_by, periodic)
+    return _Plan(column, read, prefix, seeded, read_by, periodic, capped)
 
 
 def _integer(stored: Any) -> Reading:

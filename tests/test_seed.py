@@ -65,7 +65,9 @@ def test_texts_are_read_by_a_pattern_a_format_or_as_whole_numbers(option, texts,
     sequence = [] if "--rule" in option else ["--sequence", name]
     out = segment_seq("sync", "testapp.LegacyOrder.number", *sequence, *option)
     assert f"created at {highest}" in out
-    assert Sequence.objects.get(name=name).value == highest
+    row = Sequence.objects.get(name=name)
+    assert row.value == highest
+    assert row.max_value == (999999 if "--rule" in option else 2**63 - 1)  # a rule's width caps its row, as first use
     assert f"{unreadable} stored values do not match the number's shape" in out
 
 

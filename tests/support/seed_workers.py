@@ -5,9 +5,10 @@ Run as `python -m tests.support.seed_workers MODE COUNT OUT`, with the environme
 
 - `ledger`: gapless ledger invoices of the entities in SEGMENT_SEQ_TEST_LIVE, fiscal years 2024 and 2025, in
   transactions of which every fifth rolls back; once the file SEGMENT_SEQ_TEST_SEEDED exists, also of the entities in
-  SEGMENT_SEQ_TEST_SEEDED_ENTITIES (whose stored numbers the test seeds). Writes "entity year number" lines.
-- `yearly`: YEARLY_DOC texts of 2026 from cached ranges; once SEGMENT_SEQ_TEST_SEEDED exists, of 2025 too. Writes
-  "year number" lines.
+  SEGMENT_SEQ_TEST_SEEDED_ENTITIES (whose stored numbers the test seeds), COUNT more. Writes "entity year number"
+  lines.
+- `yearly`: YEARLY_DOC texts of 2026 from cached ranges; once SEGMENT_SEQ_TEST_SEEDED exists, COUNT more, of 2025
+  too. Writes "year number" lines.
 - `hold-then-take`: one YEARLY_DOC text of 2026 (the process then holds the rest of its range), the file
   SEGMENT_SEQ_TEST_READY, then once SEGMENT_SEQ_TEST_GO exists, COUNT - 1 more. Writes the numbers.
 
@@ -35,6 +36,21 @@ def seeded() -> bool:
     return Path(os.environ["SEGMENT_SEQ_TEST_SEEDED"]).exists()
 
 
+class After:
+    """Counts the numbers taken since the seed: done once `count` were, or after two minutes without a seed."""
+
+    def __init__(self, count: int) -> None:
+        self.count, self.since, self.deadline = count, 0, time.monotonic() + 120
+
+    def done(self) -> bool:
+        if time.monotonic() > self.deadline:
+            raise SystemExit("never told the rows were seeded")
+        return self.since >= self.count
+
+    def took(self, after_seed: bool) -> None:
+        self.since += after_seed
+
+
 def ledger(count: int) -> list[str]:
     from types import SimpleNamespace
 
@@ -47,11 +63,13 @@ def ledger(count: int) -> list[str]:
     later = os.environ["SEGMENT_SEQ_TEST_SEEDED_ENTITIES"].split(",")
     lines: list[str] = []
     attempt = 0
-    while len(lines) < count:
+    after = After(count)
+    while not after.done():
         attempt += 1
-        entities = live + later if seeded() else live
+        now_seeded = seeded()
+        entities = live + later if now_seeded else live
         entity = entities[attempt % len(entities)]
-        year = 2024 + attempt % 2
+        year = 2024 + (attempt // len(entities)) % 2
         try:
             with transaction.atomic():
                 number = next_text(
@@ -63,6 +81,7 @@ def ledger(count: int) -> list[str]:
         except RolledBack:
             continue
         lines.append(f"{entity} {year} {int(number.rsplit('-', 1)[1])}")
+        after.took(now_seeded)
         if len(lines) == 3:
             ready()
     return lines
@@ -74,12 +93,15 @@ def yearly(count: int) -> list[str]:
 
     lines: list[str] = []
     turn = 0
-    while len(lines) < count:
+    after = After(count)
+    while not after.done():
         turn += 1
-        at = date(2025, 6, 1) if seeded() and turn % 2 else date(2026, 6, 1)
+        now_seeded = seeded()
+        at = date(2025, 6, 1) if now_seeded and turn % 2 else date(2026, 6, 1)
         text = next_text(YEARLY_DOC, at=at)
         YearlyDoc.objects.create(number=text)
         lines.append(f"{at.year} {int(text.split('-')[1])}")
+        after.took(now_seeded)
         if len(lines) == 3:
             ready()
     return lines
