@@ -348,3 +348,48 @@ def test_a_host_whose_clock_runs_ahead_deletes_no_window_still_live_on_another(m
     clock[0] = 60 * 1001 + throttle.ENDED_FOR + 1  # every host agrees window 1000 ended: its row goes
     assert throttle.retry_after(f"later-{uuid.uuid4().hex}", rate) is None
     assert not RateWindow.objects.filter(key=throttle.window_name(key, rate, 1000)).exists()
+
+
+# Server B of the test below: a process of its own whose clock runs `offset` seconds ahead, counting one request of a
+# client in the window its clock is in, on a file cache (so the count is kept in RateWindow, in the shared database).
+SKEWED_SERVER = """
+import sys
+from types import SimpleNamespace
+
+import django
+
+django.setup()
+from django.conf import settings
+
+file_cache = {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": sys.argv[3]}
+settings.CACHES = {"default": file_cache}
+from django_segment_seq.service import throttle
+from django_segment_seq.service.tokens import Rate
+
+throttle.time = SimpleNamespace(time=lambda: float(sys.argv[2]))
+print(throttle.retry_after(sys.argv[1], Rate(100, 60)))
+"""
+
+
+@pytest.mark.processes
+def test_two_servers_whose_clocks_differ_hold_a_clients_rate_on_the_lagging_one(settings, tmp_path):
+    """The issue's two servers, sharing the database and a file cache: B's clock 30 s ahead of A's. A client that
+    used its 100/m on A was let through again on A once B opened its next window (before: 190 in A's minute)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, worker_env
+
+    shared = str(tmp_path / "cache")
+    settings.CACHES = {"default": {**CACHES["file"], "LOCATION": shared}}
+    a_now, rate, key = 60 * 1000 + 45.0, Rate(100, 60), f"two-servers-{uuid.uuid4().hex}"
+    clock = [a_now]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(throttle, "time", SimpleNamespace(time=lambda: clock[0]))
+        assert sum(throttle.retry_after(key, rate) is None for _ in range(100)) == 100
+        connections.close_all()
+        b = [sys.executable, "-c", SKEWED_SERVER, f"neighbour-{uuid.uuid4().hex}", str(a_now + 30), shared]
+        out = subprocess.run(b, cwd=ROOT, env=worker_env(), capture_output=True, text=True, timeout=120)
+        assert (out.returncode, out.stdout.strip()) == (0, "None"), out.stderr  # B's first count of window 1001
+        clock[0] = a_now + 5
+        assert [throttle.retry_after(key, rate) for _ in range(3)] == [10] * 3  # before: None, None, None
