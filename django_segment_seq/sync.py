@@ -621,11 +621,12 @@ def _seed_hint(label: str, reference: NumberRule | str, rule: NumberRule, names:
     named = reference if isinstance(reference, str) else "module.RULE"
     scope = " ".join(f"--scope {name}=VALUE" for name in rule.scope_names)
     period = " --period KEY" if rule.reset_rule.is_named or rule.reset_rule.is_callable else ""
-    first = names[0]
+    columns = " ".join(f"--scope-from {name}=COLUMN" for name in names)
+    groups = ", ".join(f"(?P<{name}>…)" for name in names)
     return (
-        f"Name the column that holds it: segment_seq sync {label} --rule {named} --scope-from {first}=COLUMN; or "
-        f"seed each row by itself: segment_seq set {rule.sequence_name} {scope}{period} --min N (N: one above the "
-        "highest number stored in that row)."
+        f"Name the column that holds each: segment_seq sync {label} --rule {named} {columns} (or, for a value "
+        f"the texts show, a --pattern group {groups}); or seed each row by itself: segment_seq set "
+        f"{rule.sequence_name} {scope}{period} --min N (N: one above the highest number stored in that row)."
     )
 
 

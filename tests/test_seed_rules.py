@@ -83,7 +83,8 @@ def test_the_readmes_command_on_a_scoped_sequence_is_refused_naming_its_rows_and
         segment_seq("sync", LEDGER, "--sequence", "djl-invoice", "--pattern", r"I-[0-9]{4}-(?P<value>[0-9]+)")
     message = str(refused.value)
     assert "counts in a row per e, fy (djl-invoice@e=…,fy=…)" in message, message
-    assert f"segment_seq sync {LEDGER} --rule " in message and "LEDGER_INVOICE --scope-from e=COLUMN" in message
+    assert f"segment_seq sync {LEDGER} --rule " in message
+    assert "LEDGER_INVOICE --scope-from e=COLUMN --scope-from fy=COLUMN" in message
     assert "segment_seq set djl-invoice --scope e=VALUE --scope fy=VALUE --min N" in message
     assert not Sequence.objects.exists()
 
