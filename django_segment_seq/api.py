@@ -47,7 +47,7 @@ def next_value(
                     return number
             finally:
                 lock.release()
-    if not isinstance(sequence_name, str):
+    if isinstance(sequence_name, NumberRule):
         return _rule_value(sequence_name, scope, at, using)
     if scope is not None or at is not None:
         raise TypeError(f"Sequence {sequence_name!r}: scope= and at= need a NumberRule, not a sequence name")
@@ -62,8 +62,6 @@ def _rule_value(
     rule: NumberRule, scope: Mapping[str, Any] | None, at: date | datetime | None, using: str | None
 ) -> int:
     """next_value() for a rule: its scope named as the rule names it, its period picked by `at`."""
-    if not isinstance(rule, NumberRule):
-        raise TypeError(f"expected a sequence name or a NumberRule, not {type(rule).__name__}")
     rule.require_valid()
     moment = formats.now() if at is None else formats.instant_of(at)
     return rule.number(scope=rule.scope_key(scope), moment=moment, using=using)

@@ -35,3 +35,10 @@ def select_shape(connection: BaseDatabaseWrapper) -> str:
         f"SELECT {quote('reset')}, {quote('scope')}, {quote('format')} FROM {quote(RecordedShape._meta.db_table)} "
         f"WHERE {quote('sequence_name')} = %s"
     )
+
+
+def insert_if_missing_sqlite(connection: BaseDatabaseWrapper) -> str:
+    """A sequence name's first shape on SQLite, left as it is when one is recorded already."""
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(name) for name in ("sequence_name", "format", "reset", "scope", "recorded"))
+    return f"INSERT OR IGNORE INTO {quote(RecordedShape._meta.db_table)} ({columns}) VALUES (%s, %s, %s, %s, %s)"

@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from django.db import DatabaseError, connections, router
+from django.utils import timezone
 
 from django_segment_seq.allocator.connections import pool
-from django_segment_seq.db.rule_shapes import RecordedShape, select_shape
+from django_segment_seq.db.rule_shapes import RecordedShape, insert_if_missing_sqlite, select_shape
+from django_segment_seq.db.sqlite import holds_write_lock
 from django_segment_seq.exceptions import SequenceShapeChanged, SequenceUnavailable
 
 # (alias, sequence name, shape) this process has compared with the record.
@@ -38,12 +40,11 @@ def verify(alias: str, name: str, shape: Shape) -> None:
         return
     try:
         if connections[alias].vendor == "sqlite":
-            # The write first: a read would take a shared lock in the caller's transaction that SQLite then refuses
-            # at once to upgrade for the number's own write while another connection writes.
-            _insert_if_missing(alias, name, shape)
-        recorded = _recorded(alias, name)
-        if recorded is None:
-            recorded = _record(alias, name, shape)
+            recorded = _on_sqlite(alias, name, shape)
+        else:
+            recorded = _recorded(alias, name)
+            if recorded is None:
+                recorded = _record(alias, name, shape)
     except DatabaseError as exc:  # the table held locked past LOCK_TIMEOUT, or the server gone
         raise SequenceUnavailable(name, alias, 1, exc) from exc
     refuse_if_changed(name, recorded, shape)
@@ -114,10 +115,26 @@ def _record(alias: str, name: str, shape: Shape) -> tuple[str, str, str]:
     return (row.reset, row.scope, row.format)
 
 
-def _insert_if_missing(alias: str, name: str, shape: Shape) -> None:
-    """Record `shape` for `name` unless a shape is recorded already (INSERT OR IGNORE)."""
-    row = RecordedShape(sequence_name=name, format=shape[0] or "", reset=shape[1], scope=",".join(shape[2]))
-    RecordedShape.objects.using(alias).bulk_create([row], ignore_conflicts=True)
+def _on_sqlite(alias: str, name: str, shape: Shape) -> tuple[str, str, str]:
+    """The recorded shape on SQLite's single writer, the record written first if missing (a read would take a shared
+    lock that SQLite then refuses at once to upgrade while another connection writes). In place when the caller's
+    transaction holds the file's lock already, as its numbers are then taken; else on a private connection, so the
+    caller's transaction takes no lock for it and its numbers are still taken and committed on their own."""
+    values = [name, shape[0] or "", shape[1], ",".join(shape[2]), timezone.now()]
+    caller = connections[alias]
+    if not caller.in_atomic_block or holds_write_lock(caller):
+        row = RecordedShape(sequence_name=name, format=values[1], reset=values[2], scope=values[3])
+        RecordedShape.objects.using(alias).bulk_create([row], ignore_conflicts=True)
+        found = _recorded(alias, name)
+    else:
+        with pool.borrow(alias) as private, private.cursor() as cursor:
+            cursor.execute(insert_if_missing_sqlite(private), values)
+            cursor.execute(select_shape(private), [name])
+            fetched = cursor.fetchone()
+        found = None if fetched is None else (str(fetched[0]), str(fetched[1]), str(fetched[2]))
+    if found is None:  # pragma: no cover - the insert above either made it or found it
+        raise SequenceUnavailable(name, alias, 1, RuntimeError("the recorded shape vanished"))
+    return found
 
 
 def _reformat(alias: str, name: str, shape: Shape) -> None:
