@@ -2,20 +2,25 @@
 
 Without SEGMENT_SEQ_CELL this is the whole run `./dev test` makes: the linters, the docs build and the
 package check, and every cell of the matrix in noxfile.py (a Django release on a Python, each in a nox
-virtualenv) on every backend, as jobs two at a time; then one closing line with the counts of all
-cells and backends. SEGMENT_SEQ_CELLS=ID[,ID] runs only those cells and no other step; `venv` (alone)
-is the development virtualenv itself, with no nox at all.
+virtualenv) on every backend, as jobs two at a time, of which one at most is a whole-suite backend; then
+one closing line with the counts of all cells and backends. Each job has a time budget, past which it is
+ended and fails. SEGMENT_SEQ_CELLS=ID[,ID] runs only those cells and no other step; `venv` (alone) is the
+development virtualenv itself, with no nox at all.
 
-Inside a cell (nox sets SEGMENT_SEQ_CELL) it runs pytest once per backend. Under CI=true a backend that
-cannot be reached fails the run; elsewhere it is skipped, and said so. Arguments are passed to pytest.
-SEGMENT_SEQ_BACKENDS=sqlite,postgres picks backends; SEGMENT_SEQ_JOBS=N runs N jobs at a time.
+Inside a cell (nox sets SEGMENT_SEQ_CELL) it runs pytest once per backend, printing the ten slowest tests.
+Under CI=true a backend that cannot be reached fails the run; elsewhere it is skipped, and said so.
+Arguments are passed to pytest. SEGMENT_SEQ_BACKENDS=sqlite,postgres picks backends; SEGMENT_SEQ_JOBS=N
+runs N jobs at a time. The run-once tests (RUN_ONCE in tests/conftest.py) run in one job only.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,18 +85,24 @@ def in_ci() -> bool:
 
 
 def backend_jobs() -> int:
-    """How many jobs (a backend's pytest run, a step) go at once: SEGMENT_SEQ_JOBS, else two.
+    """How many jobs (a backend's pytest run, a step) go at once: SEGMENT_SEQ_JOBS, else two, of which
+    run_jobs() lets one at most be a whole-suite backend.
 
-    Measured on the 2-core machine: the whole suite on SQLite and MariaDB took 215 s each alone and
-    291 s and 310 s side by side, while three whole-suite backends side by side took 826-1070 s
-    each, far longer than one after the other (the suite's worker processes then outnumber the
-    cores several times over, and the database servers do not yield).
+    Measured on the 2-core machine when the suite was smaller: the whole suite on SQLite and MariaDB
+    took 215 s and 195 s alone and 291 s and 310 s side by side, while three whole-suite backends side
+    by side took 826-1070 s each, far longer than one after the other (the suite's worker processes
+    then outnumber the cores several times over, and the database servers do not yield).
     """
     return max(1, int(os.environ.get("SEGMENT_SEQ_JOBS", "0") or 0) or 2)
 
 
 def run_cell(pytest_args: list[str], coverage: bool = False) -> int:
-    """pytest once per backend in this interpreter; counts go to SEGMENT_SEQ_COUNTS (a JSON file) when set."""
+    """pytest once per backend in this interpreter; counts go to SEGMENT_SEQ_COUNTS (a JSON file) when set.
+
+    The run-once tests run on SEGMENT_SEQ_ONCE_BACKEND ("none": on none of this cell's), else on its first
+    backend that answers; what each backend ran of them goes to SEGMENT_SEQ_ONCE_DIR, for the whole run to
+    check, or is checked here when this cell is the whole run.
+    """
     chosen = [b for b in os.environ.get("SEGMENT_SEQ_BACKENDS", ",".join(BACKENDS)).split(",") if b]
     results: dict[str, str] = {}
     counts: dict[str, dict[str, int]] = {}
@@ -109,9 +120,13 @@ def run_cell(pytest_args: list[str], coverage: bool = False) -> int:
         else:
             results[backend] = f"SKIPPED: not reachable ({problem})"
         print(f"==> {backend}: {results[backend]}", flush=True)
+    once_backend = os.environ.get("SEGMENT_SEQ_ONCE_BACKEND") or (runnable[0] if runnable else "none")
+    once_dir = Path(os.environ.get("SEGMENT_SEQ_ONCE_DIR") or tempfile.mkdtemp())
+    cell = os.environ.get("SEGMENT_SEQ_CELL", "cell")
+    once = {b: RunOnce(b == once_backend, once_dir / f"{cell}-{b}.json") for b in runnable}
     jobs = min(backend_jobs(), len(runnable)) or 1
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        runs = {backend: pool.submit(run_pytest, backend, pytest_args, coverage, jobs > 1) for backend in runnable}
+        runs = {b: pool.submit(run_pytest, b, pytest_args, coverage, jobs > 1, once[b]) for b in runnable}
         for backend in runnable:
             code, report = runs[backend].result()
             results[backend] = "passed" if code == 0 else f"FAILED (pytest exit {code})"
@@ -120,6 +135,13 @@ def run_cell(pytest_args: list[str], coverage: bool = False) -> int:
             add_counts(counts[backend], report)
             if code != 0 and counts[backend]["failed"] == 0:
                 counts[backend]["failed"] = 1  # pytest failed without a failing test: a collection or usage error
+    if not os.environ.get("SEGMENT_SEQ_ONCE_DIR"):
+        problem = once_problem(read_once_reports(once_dir))
+        if problem:
+            results["(run-once tests)"] = f"FAILED: {problem}"
+            counts["(run-once tests)"] = {"passed": 0, "failed": 1, "skipped": 0}
+            chosen = [*chosen, "(run-once tests)"]
+            failed = True
     print("\n==> backends:")
     for backend in chosen:
         print(f"    {backend:9} {results[backend]}")
@@ -130,17 +152,32 @@ def run_cell(pytest_args: list[str], coverage: bool = False) -> int:
     return 1 if failed else 0
 
 
-def run_pytest(backend: str, pytest_args: list[str], coverage: bool, side_by_side: bool) -> tuple[int, Path]:
-    """One backend's pytest run: its exit code and its JUnit report.
+@dataclass(frozen=True)
+class RunOnce:
+    """Whether one backend's pytest runs the run-once tests, and where it says which it ran or left out."""
+
+    runs: bool
+    report: Path
+
+
+def run_pytest(
+    backend: str, pytest_args: list[str], coverage: bool, side_by_side: bool, once: RunOnce
+) -> tuple[int, Path]:
+    """One backend's pytest run, with its ten slowest tests printed: its exit code and its JUnit report.
 
     Side by side with other backends, its output goes to a file, printed whole when it ends, so the
     log reads one backend at a time.
     """
-    env = dict(os.environ, SEGMENT_SEQ_TEST_DB=backend)
+    env = dict(
+        os.environ,
+        SEGMENT_SEQ_TEST_DB=backend,
+        SEGMENT_SEQ_RUN_ONCE="1" if once.runs else "0",
+        SEGMENT_SEQ_ONCE_REPORT=str(once.report),
+    )
     scratch = Path(tempfile.mkdtemp())
     report = scratch / f"{backend}.xml"
     runner = ["coverage", "run", "-m", "pytest"] if coverage else ["pytest"]
-    command = [sys.executable, "-m", *runner, f"--junitxml={report}", *pytest_args]
+    command = [sys.executable, "-m", *runner, f"--junitxml={report}", "--durations=10", *pytest_args]
     if not side_by_side:
         print(f"==> tests on {backend}", flush=True)
         return subprocess.call(command, cwd=ROOT, env=env), report
@@ -148,16 +185,89 @@ def run_pytest(backend: str, pytest_args: list[str], coverage: bool, side_by_sid
     return call_logged(command, env, scratch / f"{backend}.log", f"tests on {backend}"), report
 
 
-def call_logged(command: list[str], env: dict[str, str], log: Path, title: str) -> int:
-    """Run a command with its output in a file, then print that file whole under one heading."""
+def read_once_reports(folder: Path) -> dict[str, dict[str, list[str]]]:
+    """What each pytest run (a cell on a backend) ran and left out of the run-once tests, by its file's name."""
+    return {path.stem: json.loads(path.read_text()) for path in sorted(folder.glob("*.json"))}
+
+
+def once_problem(reports: dict[str, dict[str, list[str]]]) -> str | None:
+    """Why the run-once tests did not each run in exactly one pytest run, or None when they did."""
+    ran = collections.Counter(test for report in reports.values() for test in report["ran"])
+    left_out = {test for report in reports.values() for test in report["left_out"]}
+    twice = sorted(test for test, times in ran.items() if times > 1)
+    never = sorted(left_out - set(ran))
+    if never:
+        return f"{len(never)} ran in no job, e.g. {never[0]}"
+    if twice:
+        return f"{len(twice)} ran in more than one job, e.g. {twice[0]}"
+    return None
+
+
+# Every job's process group while it runs, to end them all if the run itself is interrupted.
+RUNNING: set[int] = set()
+
+
+def call_logged(command: list[str], env: dict[str, str], log: Path, title: str, budget: float = 0) -> int | None:
+    """Run a command with its output in a file, then print that file whole under one heading.
+
+    With a budget in seconds, the command runs in a process group of its own; past the budget it and every
+    process it started are ended, and None is returned: a job that hangs fails, naming itself, instead of
+    the run running into CI's limit.
+    """
     started = time.monotonic()
     with log.open("w") as output:
-        code = subprocess.call(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+        group = 0 if budget else None
+        proc = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, process_group=group
+        )
+        if budget:
+            RUNNING.add(proc.pid)
+        try:
+            code: int | None = proc.wait(timeout=budget or None)
+        except subprocess.TimeoutExpired:
+            end_group(proc)
+            code = None
+        finally:
+            RUNNING.discard(proc.pid)
     with PRINTING:
         print(f"==> {title} ({time.monotonic() - started:.0f} s)", flush=True)
         sys.stdout.write(log.read_text())
+        if code is None:
+            print(f"==> {title}: FAILED, over its budget of {budget:.0f} s (ended)", flush=True)
         sys.stdout.flush()
     return code
+
+
+def end_group(proc: subprocess.Popen[bytes]) -> None:
+    """Interrupt a job's processes as Ctrl-C would (pytest then names the test it was in and tears down), and
+    kill whatever is left after 30 s."""
+    with_group(proc.pid, signal.SIGINT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while group_alive(proc.pid) and time.monotonic() < deadline:  # pytest may outlive nox, tearing down
+        time.sleep(0.5)
+    with_group(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def end_running() -> None:
+    """Kill every job still running in a process group of its own."""
+    for group in list(RUNNING):
+        with_group(group, signal.SIGKILL)
+
+
+def with_group(group: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # every process of the group has ended
+        os.killpg(group, signum)
 
 
 def sum_counts(parts: Iterable[dict[str, int]]) -> dict[str, int]:
@@ -206,32 +316,70 @@ class Job:
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
     counts: Path | None = None  # where a test job's run_cell writes its counts
+    heavy: bool = False  # the whole suite on a backend: never beside another heavy job
+    budget: float = 0  # seconds it may take (0: no limit); past it, it is ended and fails
     code: int = 0
+    over_budget: bool = False
 
 
 def run_jobs(jobs: list[Job], workers: int) -> None:
-    """Run the jobs, at most `workers` at a time, in the order given (longest first keeps the pool busy).
+    """Run the jobs, at most `workers` at a time and at most one heavy job at a time, each in the order given
+    (longest first keeps the places busy): a light job takes the place beside the heavy one.
 
+    Two whole-suite backends side by side each took more than twice as long as alone: their worker
+    processes outnumber the two cores several times over, and they share the database servers.
     Each job's output goes to a file, printed whole under one heading when the job ends.
     """
     scratch = Path(tempfile.mkdtemp())
+    pending = list(enumerate(jobs))
+    changed = threading.Condition()
+    heavy_running = False
 
-    def run(number: int, job: Job) -> None:
-        with PRINTING:
-            print(f"==> {job.title} started", flush=True)
-        job.code = call_logged(job.command, dict(os.environ, **job.env), scratch / f"{number}.log", job.title)
+    def take() -> tuple[int, Job] | None:
+        nonlocal heavy_running
+        with changed:
+            while pending:
+                for place, (number, job) in enumerate(pending):
+                    if not (job.heavy and heavy_running):
+                        del pending[place]
+                        heavy_running |= job.heavy
+                        return number, job
+                changed.wait()  # only heavy jobs are left, and one runs
+            return None
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for done in [pool.submit(run, number, job) for number, job in enumerate(jobs)]:
+    def work() -> None:
+        nonlocal heavy_running
+        while (taken := take()) is not None:
+            number, job = taken
+            with PRINTING:
+                print(f"==> {job.title} started", flush=True)
+            env = dict(os.environ, **job.env)
+            code = call_logged(job.command, env, scratch / f"{number}.log", job.title, job.budget)
+            job.code, job.over_budget = (1, True) if code is None else (code, False)
+            with changed:
+                heavy_running &= not job.heavy
+                changed.notify_all()
+
+    places = max(1, min(workers, len(jobs)))
+    pool = ThreadPoolExecutor(max_workers=places)
+    try:
+        for done in [pool.submit(work) for _ in range(places)]:
             done.result()
+    except BaseException:  # Ctrl-C or SIGTERM: no job starts any more, and the running ones are ended
+        with changed:
+            pending.clear()
+        end_running()
+        raise
+    finally:
+        pool.shutdown()
 
 
 def run_matrix(pytest_args: list[str]) -> int:
     """The lint, docs and package steps and every cell on every backend, two at a time; then one closing line.
 
-    A cell's backends are jobs of their own, so while the whole suite's slowest backend still runs,
-    the steps and the core cells use the rest of the machine: the run never waits on one job alone
-    for long.
+    A cell's backends are jobs of their own: the whole suite's backends run one after the other, and
+    beside them the steps and the core cells use the rest of the machine. The summary has a row that
+    fails when a run-once test ran in no job or in more than one.
     """
     sys.path.insert(0, str(ROOT))
     from noxfile import CELLS, Cell
@@ -255,11 +403,12 @@ def run_matrix(pytest_args: list[str]) -> int:
     rows: list[tuple[str, dict[str, int], str]] = []  # what ran, its counts, what to print
     # A cell's backends share its virtualenv: each is made (or brought up to date) before they start, all of them
     # at once (mostly downloads and disk: one after the other they took about 3 minutes of a clean run).
-    installs = [Job(f"installing cell {cell.id}", cell.id, nox_command("-s", f"tests({cell.id})", "--install-only"))
-                for cell in cells]  # fmt: skip
+    installs = [Job(f"installing cell {cell.id}", cell.id, nox_command("-s", f"tests({cell.id})", "--install-only"),
+                    budget=budget("install")) for cell in cells]  # fmt: skip
     run_jobs(installs, len(installs))
     installed = [cell for cell, install in zip(cells, installs, strict=True) if install.code == 0]
-    rows += [(job.row, {"failed": 1}, "FAILED: its virtualenv could not be installed") for job in installs if job.code]
+    rows += [(job.row, {"failed": 1}, failed_text(job, "its virtualenv could not be installed")) for job in installs
+             if job.code]  # fmt: skip
     coverage_data = ROOT / ".coverage-data"
     whole = not pytest_args and "SEGMENT_SEQ_BACKENDS" not in os.environ  # coverage and its floor: whole runs only
     measured = [cell for cell in installed if cell.coverage and whole]
@@ -267,6 +416,11 @@ def run_matrix(pytest_args: list[str]) -> int:
         shutil.rmtree(coverage_data, ignore_errors=True)
         coverage_data.mkdir()
     scratch = Path(tempfile.mkdtemp())
+    once_dir = scratch / "once"
+    once_dir.mkdir()
+    pairs = [(cell, b) for cell in installed for b in sorted(chosen, key=lambda b: -SLOWEST_FIRST.get(b, 0))
+             if runs_on(cell, b)]  # fmt: skip
+    once_pair = pick_once_job(pairs)
 
     def test_job(cell: Cell, backend: str) -> Job:
         counts = scratch / f"{cell.id}-{backend}.json"
@@ -277,18 +431,26 @@ def run_matrix(pytest_args: list[str]) -> int:
             env={
                 "SEGMENT_SEQ_BACKENDS": backend,
                 "SEGMENT_SEQ_COUNTS": str(counts),
+                "SEGMENT_SEQ_ONCE_BACKEND": backend if (cell, backend) == once_pair else "none",
+                "SEGMENT_SEQ_ONCE_DIR": str(once_dir),
                 **({"SEGMENT_SEQ_COVERAGE_DATA": str(coverage_data)} if cell in measured else {}),
             },
             counts=counts,
+            heavy=cell.suite == "full",
+            budget=budget(f"{cell.suite} {backend}", coverage=cell in measured),
         )
 
-    backends = sorted(chosen, key=lambda b: -SLOWEST_FIRST.get(b, 0))
-    full = [test_job(cell, b) for cell in installed if cell.suite == "full" for b in backends if runs_on(cell, b)]
-    core = [test_job(cell, b) for cell in installed if cell.suite != "full" for b in backends if runs_on(cell, b)]
-    steps = [] if picked else [Job(step, step, nox_command("-s", step)) for step in ["lint", "package", "docs"]]
-    jobs = full + steps + core
+    tests = [test_job(cell, backend) for cell, backend in pairs]
+    steps = [] if picked else [Job(step, step, nox_command("-s", step), budget=budget(step)) for step in STEPS]
+    # The heavy jobs one after the other, the slowest first; beside them the light ones, the longest first.
+    jobs = [job for job in tests if job.heavy] + sorted(
+        [job for job in tests if not job.heavy] + steps, key=lambda job: -job.budget
+    )
     run_jobs(jobs, backend_jobs())
     for job in jobs:
+        if job.over_budget:
+            rows.append((job.row, {"failed": 1}, failed_text(job, "")))
+            continue
         if job.counts is None:
             rows.append((job.row, {"failed": int(job.code != 0)}, "passed" if job.code == 0 else "FAILED"))
             continue
@@ -300,11 +462,58 @@ def run_matrix(pytest_args: list[str]) -> int:
             rows.append((job.row, {"failed": int(job.code != 0)}, "FAILED before any test" if job.code else "SKIPPED"))
         elif job.code != 0 and sum_counts(found.values())["failed"] == 0:
             rows.append((job.row, {"failed": 1}, "FAILED after the tests (see above)"))
+    if pairs:
+        problem = once_problem(read_once_reports(once_dir))
+        once_row = f"passed (in {once_pair[0].id} {once_pair[1]})" if once_pair else "passed"
+        rows.append(("run-once tests", {"failed": int(bool(problem))}, f"FAILED: {problem}" if problem else once_row))
     for cell in measured:
         print(f"==> coverage of cell {cell.id}", flush=True)
         code = nox("-s", f"tests({cell.id})", "--no-install", env=dict(os.environ, SEGMENT_SEQ_COVERAGE_REPORT="1"))
         rows.append((f"{cell.id} coverage", {"failed": int(code != 0)}, "passed" if code == 0 else "FAILED"))
     return summary(rows)
+
+
+STEPS = ["lint", "package", "docs"]
+
+
+def pick_once_job(pairs: list[tuple[Any, str]]) -> tuple[Any, str] | None:
+    """The one cell and backend that runs the run-once tests: the whole suite on SQLite, else the first whole-suite
+    job, else the first job (a run-once test outside tests/processes then still runs somewhere)."""
+    full = [(cell, backend) for cell, backend in pairs if cell.suite == "full"]
+    return next((pair for pair in full if pair[1] == "sqlite"), None) or next(iter(full or pairs), None)
+
+
+# What each job took on the idle 2-core machine, in seconds (docs/development.md, "How long a run takes"): a test
+# job by its cell's suite and its backend. Its budget is twice that, so a loaded machine still passes while a job
+# that hangs ends long before CI's 90 minutes; SEGMENT_SEQ_BUDGET_SCALE multiplies every budget (0: none).
+MEASURED = {
+    "install": 300,
+    "lint": 150,
+    "package": 90,
+    "docs": 30,
+    "full postgres": 540,
+    "full mariadb": 480,
+    "full sqlite": 420,
+    "core sqlite": 210,
+    "core mariadb": 240,
+    "core postgres": 270,
+    "redis sqlite": 120,
+    "postgres postgres": 150,
+}
+COVERAGE_COST = 1.5  # a core suite under coverage, its worker processes measured too
+
+
+def budget(job: str, coverage: bool = False) -> float:
+    """A job's budget in seconds: twice what it took, times SEGMENT_SEQ_BUDGET_SCALE; 0 for none."""
+    scale = float(os.environ.get("SEGMENT_SEQ_BUDGET_SCALE", "1") or 1)
+    return 2 * MEASURED.get(job, 600) * (COVERAGE_COST if coverage else 1) * scale
+
+
+def failed_text(job: Job, why: str) -> str:
+    """A failed job's summary row: past its budget it says so, with the budget."""
+    if job.over_budget:
+        return f"FAILED: over its budget of {job.budget:.0f} s"
+    return f"FAILED: {why}" if why else "FAILED"
 
 
 def runs_on(cell: Any, backend: str) -> bool:
@@ -336,10 +545,16 @@ def summary(rows: list[tuple[str, dict[str, int], str]]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if os.environ.get("SEGMENT_SEQ_CELL"):
-        coverage = "--coverage" in argv[:1]
-        return run_cell(argv[1:] if coverage else argv, coverage=coverage)
-    return run_matrix(argv)
+    # A job runs in a process group of its own (so its budget can end all of it), which a Ctrl-C or CI's
+    # SIGTERM does not reach: the run ends its jobs itself.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        if os.environ.get("SEGMENT_SEQ_CELL"):
+            coverage = "--coverage" in argv[:1]
+            return run_cell(argv[1:] if coverage else argv, coverage=coverage)
+        return run_matrix(argv)
+    finally:
+        end_running()
 
 
 if __name__ == "__main__":
