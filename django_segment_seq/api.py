@@ -64,7 +64,7 @@ def _rule_value(
     """next_value() for a rule: its scope named as the rule names it, its period picked by `at`."""
     rule.require_valid()
     moment = formats.now() if at is None else formats.instant_of(at)
-    return rule.number(scope=rule.scope_key(scope), moment=moment, using=using)
+    return rule.number(scope=rule.scope_key(scope), moment=moment, record=dict(scope or {}), using=using)
 
 
 def next_values(sequence_name: str, count: int, *, using: str | None = None) -> range:

@@ -46,10 +46,11 @@ def next_text(
         )
     key = _scope_key(found, field, scope, instance)
     if flow is None:
-        return str(found.number(scope=key, using=using))
+        return str(found.number(scope=key, moment=_moment(field, at, instance), using=using))
     if field is None and flow.concealment is not None:
         _record_key(found, using)
-    return found.text(moment=_moment(field, at, instance), scope=key, instance=instance, using=using)
+    record = instance if instance is not None else dict(scope or {})  # what a fiscal year from the record reads
+    return found.text(moment=_moment(field, at, instance), scope=key, instance=instance, record=record, using=using)
 
 
 def next_texts(rule: NumberRule | str, count: int, **options: Any) -> list[str]:

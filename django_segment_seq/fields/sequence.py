@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from collections.abc import Sequence as SequenceOf
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -74,7 +75,7 @@ class SequenceField(SequenceFieldChecks, _IntegerBase):
         *args: Any,
         reset: ResetOption = None,
         reset_on: str | None = None,
-        fiscal_year_start: int | None = None,
+        fiscal_year_start: int | str | Callable[[Any], int] | None = None,
         gapless: bool = False,
         scope: str | list[str] | tuple[str, ...] | None = None,
         check_digits: str | None = None,
@@ -130,7 +131,7 @@ class FormattedSequenceField(SequenceFieldChecks, _TextBase):
         format: formatting.Format,
         reset: ResetOption = None,
         reset_on: str | None = None,
-        fiscal_year_start: int | None = None,
+        fiscal_year_start: int | str | Callable[[Any], int] | None = None,
         gapless: bool = False,
         scope: str | list[str] | tuple[str, ...] | None = None,
         check_digits: str | None = None,

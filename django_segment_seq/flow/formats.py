@@ -14,7 +14,7 @@ from django.utils import timezone
 from django_segment_seq.db.columns import BIGINT_MAX
 from django_segment_seq.flow.checkdigits import Algorithm, algorithm_named
 from django_segment_seq.flow.concealing import MAX_WIDTH, MIN_WIDTH, Concealment
-from django_segment_seq.flow.resets import Reset
+from django_segment_seq.flow.resets import PeriodKey, Reset
 from django_segment_seq.flow.samples import dated_samples
 
 # The longest suffix a period adds to a sequence name ("@2026-11-22").
@@ -284,7 +284,7 @@ class FlowFormat:
             self.problems.append("{period} takes no conversion (!r, !s, !a); it is already text")
             return
         try:
-            format("2026-11", spec)
+            format(PeriodKey("2026-11"), spec)
         except ValueError as exc:
             self.problems.append(f"{{period:{spec}}} is not a valid str format spec: {exc}")
             return
@@ -356,7 +356,7 @@ class FlowFormat:
             return text
         template: str = self.source
         shown = value if self.concealment is None else self.concealment.conceal(value)
-        text = template.format(value=shown, date=moment, period=period or "", instance=instance)
+        text = template.format(value=shown, date=moment, period=PeriodKey(period or ""), instance=instance)
         if self.check_digits is not None:
             text += self.check_digits.digits_for(text)
         return text

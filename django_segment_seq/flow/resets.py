@@ -47,12 +47,63 @@ def named_key(moment: datetime, reset: str, fiscal_year_start: int | None = None
 
 
 def fiscal_start_problem(start: object) -> str | None:
-    """Why `start` is not the month a fiscal year starts in, or None when it is (or is not given)."""
-    if start is None:
+    """Why `start` is not the month a fiscal year starts in, nor a way to read it from the record (a field path such
+    as "entity.fy_start_month", a function of the record), or None when it is (or is not given)."""
+    if start is None or is_record_start(start):
         return None
+    if isinstance(start, str):
+        return f"fiscal_year_start={start!r} is not a field path such as 'entity.fy_start_month'"
     if isinstance(start, bool) or not isinstance(start, int) or not 1 <= start <= 12:
         return f"fiscal_year_start={start!r} is not a month number from 1 to 12"
     return None
+
+
+def is_record_start(start: object) -> bool:
+    """Whether a fiscal year's first month comes from each record: a dotted field path, or a function of the record."""
+    if isinstance(start, str):
+        return bool(start) and all(part.isidentifier() for part in start.split("."))
+    return callable(start) and not isinstance(start, (int, type))
+
+
+# The month a fiscal year read from the record is sampled with by the checks: one that makes it a fiscal year.
+SAMPLE_RECORD_START = 4
+
+
+def record_start(start: str | Callable[[Any], Any], record: Any) -> int:
+    """The first month of the record's fiscal year, read through a field path or a function; ValueError naming what
+    was read when it is not a month from 1 to 12 (or the path leads nowhere)."""
+    if isinstance(start, str):
+        value = record
+        for part in start.split("."):
+            try:
+                value = value[part] if isinstance(value, dict) else getattr(value, part)
+            except (AttributeError, KeyError):
+                raise ValueError(
+                    f"fiscal_year_start={start!r}: the record has no {part!r}; give the record (instance=) or the "
+                    "scope value as a model instance"
+                ) from None
+    else:
+        value = start(record)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 12:
+        raise ValueError(f"fiscal_year_start={_name_of(start)} gave {value!r}, not a month number from 1 to 12")
+    return value
+
+
+def plain_year(key: str) -> str:
+    """The year a period key is labelled by ("FY2024" -> "2024", "2026-11" -> "2026"): what {period:%Y} shows."""
+    digits = key[2:6] if key.startswith("FY") else key[:4]
+    return digits if digits.isdigit() else key
+
+
+class PeriodKey(str):
+    """A period key as a format shows it: {period} is the key, {period:%Y} the year it is labelled by."""
+
+    __slots__ = ()
+
+    def __format__(self, spec: str) -> str:
+        if "%Y" in spec:
+            return spec.replace("%Y", plain_year(str(self)))
+        return format(str(self), spec)
 
 
 def key_problem(key: object) -> str | None:
@@ -80,7 +131,9 @@ class Reset:
         self.reset = reset
         self.fiscal_year_start = fiscal_year_start
         self.start_problem = fiscal_start_problem(fiscal_year_start)
-        self._start: int | None = None if self.start_problem else fiscal_year_start
+        self.from_record = self.start_problem is None and is_record_start(fiscal_year_start)
+        fixed = None if self.start_problem or self.from_record else fiscal_year_start
+        self._start: int | None = SAMPLE_RECORD_START if self.from_record else fixed
 
     @property
     def is_callable(self) -> bool:
@@ -106,8 +159,9 @@ class Reset:
             return "fiscal year"
         return NAMED[cast(str, self.reset)] if self.is_named else "period"
 
-    def key(self, moment: datetime) -> str | None:
-        """The period `moment` falls in; None without a (known) reset. A callable's key is checked here."""
+    def key(self, moment: datetime, record: Any = None) -> str | None:
+        """The period `moment` falls in; None without a (known) reset. A callable's key is checked here; a fiscal year
+        whose start the record gives is the record's (a field's instance, or the scope values given in code)."""
         if self.is_callable:
             key = cast(ResetCallable, self.reset)(moment)
             problem = key_problem(key)
@@ -117,6 +171,8 @@ class Reset:
         if self.is_named:
             if self.reset == "yearly" and self.start_problem:
                 raise ValueError(f'reset="yearly" with {self.start_problem}.')
+            if self.reset == "yearly" and self.from_record:
+                return named_key(moment, "yearly", record_start(self.fiscal_year_start, record))
             return self.sample_key(moment)
         return None
 
@@ -130,6 +186,9 @@ class Reset:
             return ""
         if self.is_callable:
             return _name_of(self.reset)
+        if self.from_record:
+            start = self.fiscal_year_start
+            return f"{self.reset} from month {start if isinstance(start, str) else _name_of(start)}"
         if self.is_fiscal:
             return f"{self.reset} from month {self._start}"
         return str(self.reset)

@@ -72,7 +72,7 @@ class NumberRule:
     sequence_name: str
     format: Format | None = None
     reset: ResetOption = None
-    fiscal_year_start: int | None = None
+    fiscal_year_start: int | str | Callable[[Any], int] | None = None
     scope: Any = None
     check_digits: str | None = None
     conceal: bool = False
@@ -264,11 +264,13 @@ class NumberRule:
             f"the scope values given ({', '.join(sorted(given)) or 'none'}) are not the rule's scope ({wanted})",
         )
 
-    def number(self, *, scope: str | None = None, moment: datetime | None = None, using: str | None = None) -> int:
+    def number(
+        self, *, scope: str | None = None, moment: datetime | None = None, record: Any = None, using: str | None = None
+    ) -> int:
         """The next number of the rule's counter for `scope` (an encoded scope_key) in the period of `moment`: the
-        integer behind the text next_text() would make."""
+        integer behind the text next_text() would make. `record` gives a fiscal year read from the record."""
         self.require_shape(using)
-        period = None if self.reset is None or moment is None else self._period(moment)
+        period = None if self.reset is None or moment is None else self._period(moment, record)
         cap = None if self.flow is None or period is None else self.flow.cap
         return take(
             self.sequence_name, int, period=period, cap=cap, gapless=self.gapless is True, scope=scope, using=using
@@ -278,9 +280,10 @@ class NumberRule:
         """SequenceShapeChanged when the sequence was first used with another reset or scope (once per process)."""
         shape_ledger.verify(sequence_database(using), self.sequence_name, self.shape)
 
-    def _period(self, moment: datetime) -> str | None:
-        """The period key of `moment`, refused when its row name would not fit the name column."""
-        period = self.reset_rule.key(moment)
+    def _period(self, moment: datetime, record: Any) -> str | None:
+        """The period key of `moment` (for `record`, when its fiscal year starts where the record says), refused when
+        its row name would not fit the name column."""
+        period = self.reset_rule.key(moment, record)
         if period is not None and len(period_row_name(self.sequence_name, period)) > NAME_MAX_LENGTH:
             raise ValueError(
                 f"Sequence {self.sequence_name!r}: period {period!r} makes the row name "
@@ -295,14 +298,16 @@ class NumberRule:
         moment: datetime,
         scope: str | None = None,
         instance: Any = None,
+        record: Any = None,
         using: str | None = None,
         max_length: int | None = None,
         owner: Callable[[], str] | None = None,
     ) -> str:
         """The next text: the number of `scope`'s counter in the period of `moment`, rendered by the format.
 
-        `instance` fills {instance.…} and is what a callable format is given; `max_length` (a field's) is never
-        exceeded, and `owner` says whose texts they are in that error (a field's label, asked for only then).
+        `instance` fills {instance.…} and is what a callable format is given; `record` (default: `instance`) is what a
+        fiscal year read from the record reads; `max_length` (a field's) is never exceeded, and `owner` says whose
+        texts they are in that error (a field's label, asked for only then).
         """
         flow = self.flow
         if flow is None:
@@ -310,7 +315,7 @@ class NumberRule:
         if flow.concealment is not None:
             key_ledger.verify(sequence_database(using), self.sequence_name, flow.source)
         self.require_shape(using)
-        period = self._period(moment)
+        period = self._period(moment, instance if record is None else record)
         return take(
             self.sequence_name,
             self.renderer(instance, moment, period, max_length, owner or (lambda: f"Sequence {self.sequence_name!r}")),

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from django_segment_seq.db.rownames import KEY_MAX_LENGTH
-from django_segment_seq.flow.resets import Reset
+from django_segment_seq.flow.resets import PeriodKey, Reset
 
 # Per sampled day, the rendered {date} and {period} parts in the format's order, and the day's period key.
 Samples = tuple[tuple[tuple[str, ...], str], ...]
@@ -52,6 +52,7 @@ def _rendered(
     samples = []
     for moment in sample_instants():
         key = rule.sample_key(moment) if rule is not None else filler
-        texts = tuple(format(moment, spec) for spec in date_specs) + tuple(format(key, spec) for spec in period_specs)
+        shown = PeriodKey(key)
+        texts = tuple(format(moment, spec) for spec in date_specs) + tuple(format(shown, spec) for spec in period_specs)
         samples.append((texts, key))
     return tuple(samples)

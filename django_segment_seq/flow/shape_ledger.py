@@ -42,9 +42,7 @@ def verify(alias: str, name: str, shape: Shape) -> None:
         if connections[alias].vendor == "sqlite":
             recorded = _on_sqlite(alias, name, shape)
         else:
-            recorded = _recorded(alias, name)
-            if recorded is None:
-                recorded = _record(alias, name, shape)
+            recorded = _recorded(alias, name) or _record(alias, name, shape)
     except DatabaseError as exc:  # the table held locked past LOCK_TIMEOUT, or the server gone
         raise SequenceUnavailable(name, alias, 1, exc) from exc
     refuse_if_changed(name, recorded, shape)
@@ -120,15 +118,15 @@ def _on_sqlite(alias: str, name: str, shape: Shape) -> tuple[str, str, str]:
     lock that SQLite then refuses at once to upgrade while another connection writes). In place when the caller's
     transaction holds the file's lock already, as its numbers are then taken; else on a private connection, so the
     caller's transaction takes no lock for it and its numbers are still taken and committed on their own."""
-    values = [name, shape[0] or "", shape[1], ",".join(shape[2]), timezone.now()]
+    format, reset, scope = shape[0] or "", shape[1], ",".join(shape[2])
     caller = connections[alias]
     if not caller.in_atomic_block or holds_write_lock(caller):
-        row = RecordedShape(sequence_name=name, format=values[1], reset=values[2], scope=values[3])
+        row = RecordedShape(sequence_name=name, format=format, reset=reset, scope=scope)
         RecordedShape.objects.using(alias).bulk_create([row], ignore_conflicts=True)
         found = _recorded(alias, name)
     else:
         with pool.borrow(alias) as private, private.cursor() as cursor:
-            cursor.execute(insert_if_missing_sqlite(private), values)
+            cursor.execute(insert_if_missing_sqlite(private), [name, format, reset, scope, timezone.now()])
             cursor.execute(select_shape(private), [name])
             fetched = cursor.fetchone()
         found = None if fetched is None else (str(fetched[0]), str(fetched[1]), str(fetched[2]))

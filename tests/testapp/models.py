@@ -331,3 +331,24 @@ class TenantTicket(models.Model):
     tenant = models.UUIDField()
     urgent = models.BooleanField(default=False)
     number = SequenceField.from_rule(TENANT_TICKET)
+
+
+class Entity(models.Model):
+    """A ledger's entity, with the month its own fiscal year starts in."""
+
+    fy_start_month = models.PositiveSmallIntegerField(default=1)
+
+
+class EntityInvoice(models.Model):
+    """Invoices per entity and per the entity's own fiscal year, labelled by the plain year: I-2024-0000000001."""
+
+    entity = models.ForeignKey(Entity, on_delete=models.CASCADE)
+    issued_on = models.DateField()
+    number = SequenceField(
+        "entity-invoice",
+        format="I-{period:%Y}-{value:010d}",
+        reset="yearly",
+        fiscal_year_start="entity.fy_start_month",
+        reset_on="issued_on",
+        scope="entity",
+    )

@@ -8,7 +8,7 @@ from django.db import models
 
 from django_segment_seq.db.rownames import DERIVED_MARK, NAME_MAX_LENGTH, PERIOD_SUFFIX_LENGTH, can_carry_period
 from django_segment_seq.fields.base import SequenceFieldBase
-from django_segment_seq.flow.resets import NAMED
+from django_segment_seq.flow.resets import NAMED, Reset
 
 
 def reset_errors(field: SequenceFieldBase) -> list[checks.CheckMessage]:
@@ -121,17 +121,32 @@ def fiscal_year_start_errors(field: SequenceFieldBase) -> list[checks.CheckMessa
     start = field.fiscal_year_start
     if start is None:
         return []
+    head = start.split(".", 1)[0] if isinstance(start, str) else None
     if field.reset_rule.start_problem:
         problem = f"{field.reset_rule.start_problem}."
     elif field.reset != "yearly":
         problem = f'fiscal_year_start={start!r} needs reset="yearly", not reset={field.reset!r}.'
+    elif head is not None and not _has_attribute(field.model, head):
+        problem = f"fiscal_year_start={start!r} starts with {head!r}, which {field.model._meta.label} does not have."
+    elif field.reset_rule.from_record and head is None and Reset(start).import_problem():  # a function, as reset=
+        problem = f"fiscal_year_start={start!r} cannot be imported by migrations: {Reset(start).import_problem()}"
     else:
         return []
     return [
         checks.Error(
             f"SequenceField {problem}",
-            hint='Use reset="yearly" with fiscal_year_start=1..12 (4 for a year from April), or drop it.',
+            hint='Use reset="yearly" with fiscal_year_start=1..12 (4 for a year from April), a path to the record\'s '
+            'month ("entity.fy_start_month") or a module-level function of the record, or drop it.',
             obj=field,
             id="django_segment_seq.E022",
         )
     ]
+
+
+def _has_attribute(model: type[models.Model], name: str) -> bool:
+    """Whether the model's records have `name`: a field (by name or attname) or an attribute of the class."""
+    try:
+        model._meta.get_field(name)
+    except FieldDoesNotExist:
+        return hasattr(model, name)
+    return True
