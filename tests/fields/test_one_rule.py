@@ -239,17 +239,8 @@ def test_a_database_never_migrated_is_a_configuration_error_naming_migrate(tmp_p
         "except SequenceTableMissing as exc:\n"
         "    print('migrate' in str(exc), exc.alias)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=worker_env(SEGMENT_SEQ_TEST_DB_NAME=empty),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    drop_database(empty)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split("\n")[:2] == ["['django_segment_seq.E066']", "True default"]
+    printed = run_on_fresh_database(empty, code)
+    assert printed.split("\n")[:2] == ["['django_segment_seq.E066']", "True default"]
     assert SequenceTableMissing.__mro__[1].__name__ == "SequenceMisconfigured"
 
 
@@ -263,10 +254,23 @@ def fresh_database(tmp_path) -> str:
     return name
 
 
-def drop_database(name: str) -> None:
-    if connection.vendor != "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE {name}")
+def run_on_fresh_database(name: str, code: str) -> str:
+    """What `code` prints in a process of its own on the database `name`, which is dropped after; fails on an error."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env=worker_env(SEGMENT_SEQ_TEST_DB_NAME=name),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        if connection.vendor != "sqlite":
+            with connection.cursor() as cursor:
+                cursor.execute(f"DROP DATABASE {name}")
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def test_reshape_forgets_a_recorded_shape_so_a_seeded_new_rule_may_use_the_name(clock):
@@ -297,14 +301,4 @@ def test_migrate_on_a_database_never_migrated_is_not_stopped_by_the_check(tmp_pa
         "call_command('migrate', verbosity=0)\n"
         "print([e.id for e in checks.run_checks(databases=['default']) if e.id == 'django_segment_seq.E066'])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=worker_env(SEGMENT_SEQ_TEST_DB_NAME=empty),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    drop_database(empty)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert run_on_fresh_database(empty, code).strip() == "[]"
