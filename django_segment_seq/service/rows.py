@@ -12,6 +12,7 @@ from django_segment_seq.cache.range_cache import ranges
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceNotFound
 from django_segment_seq.fields.labels import sequence_fields
+from django_segment_seq.flow.rules import rules_made_in_code
 from django_segment_seq.service.collation import column_collation, looks_derived, same_names
 from django_segment_seq.service.newrows import made_within_cap
 
@@ -53,10 +54,13 @@ def declared_kind(alias: str, name: str) -> str | None:
 
 
 def fields_rows(alias: str) -> dict[str, str]:
+    """PLAIN or DERIVED for each name a rule declares: the fields' rules and the rules made in code, so the service
+    sees a name as the checks and the numbers do."""
     found: dict[str, str] = {}
-    for _model, field in sequence_fields():
-        kind = DERIVED if field.gapless or field.scope is not None or field.reset is not None else PLAIN
-        key = field.sequence_name
+    rules = [field.rule for _model, field in sequence_fields()] + [rule for rule, _module in rules_made_in_code()]
+    for rule in rules:
+        kind = DERIVED if rule.gapless or rule.scope_names or rule.reset is not None else PLAIN
+        key = rule.sequence_name
         found[key] = DERIVED if found.get(key) == DERIVED else kind
     return found
 

@@ -131,6 +131,15 @@ def test_rows_fields_derive_or_number_gaplessly_are_refused(prefix):
     assert GaplessInvoice.objects.create().number[-5:] == f"{int(invoice[-5:]) + 1:05d}"
 
 
+@pytest.mark.parametrize("prefix", PREFIXES)
+def test_a_name_a_rule_made_in_code_derives_from_is_refused_as_a_fields_is(prefix):
+    """The service sees a name as the rule does: "code-yearly" is a yearly rule's, though no field declares it."""
+    token = add_client("coder", "code-*")
+    response = post(prefix, "code-yearly/next", token)
+    assert response.status_code == 403 and response.json()["error"] == "not_plain", response.content
+    assert not Sequence.objects.filter(name="code-yearly").exists()
+
+
 def test_a_pattern_admits_the_rows_the_database_finds_for_it():
     token = add_client("cased", "order-cased*")
     Sequence.objects.create(name="order-cased")
