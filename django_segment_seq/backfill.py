@@ -24,14 +24,13 @@ from django_segment_seq.fields.sequence import FormattedSequenceField
 from django_segment_seq.flow.parsing import UnparseableFormat
 from django_segment_seq.flow.rules import NumberRule
 from django_segment_seq.flow.scopes import bulk_groups
-from django_segment_seq.numbered import NumberedColumn, numbered_column
+from django_segment_seq.numbered import NumberedColumn, numbered_column, scope_fields
 from django_segment_seq.sync import (
     SCAN_CHUNK,
     SyncResult,
     Target,
     empty_values,
     row_target,
-    scope_fields,
     sync_rows,
     sync_sequence,
 )

@@ -20,21 +20,22 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.utils.module_loading import import_string
 
-from django_segment_seq.db.rownames import DERIVED_MARK, PERIOD_SEPARATOR, row_name
+from django_segment_seq.db.columns import concrete_field
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.labels import UnknownFieldLabel, model_and_name, sequence_field, sequence_fields
 from django_segment_seq.flow import rules as rules_module
 from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.rules import NumberRule
-from django_segment_seq.flow.scopes import scope_key
+from django_segment_seq.flow.scopes import scope_key, scope_names
 
 __all__ = [
     "NumberedColumn",
     "column_of_label",
     "find_rule",
     "numbered_column",
-    "parse_row_name",
     "rules_of_sequence",
+    "scope_fields",
+    "stored_column",
     "text_reading",
 ]
 
@@ -109,25 +110,6 @@ def _rule_modules() -> list[tuple[str, Any]]:
     return sorted(sys.modules.items())
 
 
-def parse_row_name(name: str) -> tuple[str, str | None, str | None]:
-    """The sequence, scope and period of a row name ("invoice@company=42/2026" -> invoice, company=42, 2026), as
-    row_name() builds it; ValueError for a name row_name() would not build so."""
-    sequence, mark, rest = name.partition(DERIVED_MARK)
-    if not mark:
-        return name, None, None
-    if not sequence or not rest:
-        raise ValueError(f"{name!r} is not a row name: nothing on one side of {DERIVED_MARK!r}.")
-    if "=" not in rest:
-        scope, period = None, rest  # a period row: "order@2026-11"
-    elif PERIOD_SEPARATOR in rest:
-        scope, _, period = rest.rpartition(PERIOD_SEPARATOR)  # scope values are encoded: a "/" is the period's
-    else:
-        scope, period = rest, None
-    if row_name(sequence, scope, period) != name:
-        raise ValueError(f"{name!r} is not a row name.")
-    return sequence, scope, period
-
-
 @dataclass(frozen=True)
 class NumberedColumn:
     """A model's column and the rule that numbers it; `scope_columns` maps each scope name the rows hold a value of
@@ -175,7 +157,7 @@ class NumberedColumn:
 
     @property
     def periodic(self) -> bool:
-        return self.reset_rule.is_named or self.reset_rule.is_callable
+        return bool(self.reset_rule.is_named or self.reset_rule.is_callable)
 
     @property
     def is_text(self) -> bool:
@@ -213,19 +195,12 @@ def numbered_column(
     for a SequenceField, or a scope no column holds.
     """
     label = f"{model._meta.label}.{field_name}"
-    try:
-        column = model._meta.get_field(field_name)
-    except FieldDoesNotExist:
-        raise ValueError(f"{model._meta.label} has no field {field_name!r}.") from None
-    if not isinstance(column, models.Field) or not column.concrete:
-        raise ValueError(f"{label} is not a column of the table.")
+    column = stored_column(model, field_name)
     if isinstance(column, SequenceFieldBase):
         if rule is not None:
             raise ValueError(f"{label} is a SequenceField, numbered by its own rule: give no rule.")
         if scope_from:
             raise ValueError(f"{label} is a SequenceField, whose scope fields hold its scope: give no --scope-from.")
-        from django_segment_seq.sync import scope_fields  # sync imports this module
-
         columns = dict(zip(column.rule.scope_names, scope_fields(model, column), strict=True))
         return NumberedColumn(model, column, column.rule, column, columns)
     if rule is None:
@@ -237,16 +212,37 @@ def numbered_column(
         raise ValueError(f"{label} is a {type(column).__name__}: numbers are read from an integer or a text column.")
     found, _owner = find_rule(rule)
     rule_label = rule if isinstance(rule, str) else found.sequence_name
-    given = dict(scope_from or {})
-    unknown = sorted(set(given) - set(found.scope_names))
+    columns = _scope_columns(model, label, found, dict(scope_from or {}), shown)
+    return NumberedColumn(model, column, found, None, columns, rule_label)
+
+
+def stored_column(model: type[models.Model], field_name: str) -> models.Field[Any, Any]:
+    """The concrete field `field_name` of `model`; ValueError for a name the model lacks or a field with no column,
+    which hold no numbers to read."""
+    try:
+        column = model._meta.get_field(field_name)
+    except FieldDoesNotExist:
+        raise ValueError(f"{model._meta.label} has no field {field_name!r}.") from None
+    if not isinstance(column, models.Field) or not column.concrete:
+        raise ValueError(f"{model._meta.label}.{field_name} is not a column of the table.")
+    return column
+
+
+def _scope_columns(
+    model: type[models.Model], label: str, rule: NumberRule, given: dict[str, str], shown: frozenset[str]
+) -> dict[str, models.Field[Any, Any]]:
+    """The column of `model` holding each scope of `rule` that the texts do not show (`shown`): the one `given` names
+    for it, else the column of its name. A row's counter is found only when every scope value is, so ValueError for
+    a given name the rule lacks or a column the model lacks, and MissingScope for a scope nothing holds."""
+    unknown = sorted(set(given) - set(rule.scope_names))
     if unknown:
-        wanted = ", ".join(found.scope_names) or "none"
+        wanted = ", ".join(rule.scope_names) or "none"
         raise ValueError(
             f"--scope-from names {', '.join(unknown)}, which the rule does not scope by (its scope: {wanted})."
         )
     columns: dict[str, models.Field[Any, Any]] = {}
     missing = []
-    for name in found.scope_names:
+    for name in rule.scope_names:
         if name in shown and name not in given:
             continue
         source = given.get(name, name)
@@ -258,8 +254,8 @@ def numbered_column(
             continue
         columns[name] = holder
     if missing:
-        raise MissingScope(label, found, missing)
-    return NumberedColumn(model, column, found, None, columns, rule_label)
+        raise MissingScope(label, rule, missing)
+    return columns
 
 
 class MissingScope(ValueError):
@@ -283,6 +279,11 @@ def _model_column(model: type[models.Model], name: str) -> models.Field[Any, Any
         if name in (candidate.name, candidate.attname):
             return candidate
     return None
+
+
+def scope_fields(model: type[models.Model], field: SequenceFieldBase) -> list[models.Field[Any, Any]]:
+    """The model fields `field` is scoped by, in the order that names its rows."""
+    return [concrete_field(model, name) for name in scope_names(field.scope)]
 
 
 def column_of_label(

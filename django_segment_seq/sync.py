@@ -12,13 +12,11 @@ from datetime import date, datetime, time, timedelta
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
-from django.core.exceptions import FieldDoesNotExist, ValidationError
+from django.core.exceptions import ValidationError
 from django.db import models, router
 from django.db.models import Max, Q
 
 from django_segment_seq.api import clear_cache
-from django_segment_seq.audit.texts import TextReader
-from django_segment_seq.db.columns import concrete_field
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import DERIVED_MARK, row_name, validate_sequence_name
 from django_segment_seq.db.table import Sequence
@@ -30,8 +28,17 @@ from django_segment_seq.flow.formats import FlowFormat
 from django_segment_seq.flow.parsing import DATE_DIRECTIVES, FormatParser, TextNumbers
 from django_segment_seq.flow.resets import key_problem
 from django_segment_seq.flow.rules import NumberRule
-from django_segment_seq.flow.scopes import scope_key, scope_names
-from django_segment_seq.numbered import MissingScope, NumberedColumn, find_rule, numbered_column, rules_of_sequence
+from django_segment_seq.flow.scopes import scope_key
+from django_segment_seq.flow.texts import TextReader
+from django_segment_seq.numbered import (
+    MissingScope,
+    NumberedColumn,
+    find_rule,
+    numbered_column,
+    rules_of_sequence,
+    scope_fields,
+    stored_column,
+)
 
 if TYPE_CHECKING:
     from django_segment_seq.flow.resets import Reset
@@ -80,12 +87,6 @@ def empty_values(field: models.Field[Any, Any]) -> Q:
     return empty
 
 
-def scope_fields(model: type[models.Model], field: SequenceFieldBase) -> list[models.Field[Any, Any]]:
-    """The model fields `field` is scoped by, in the order that names its rows."""
-
-    return [concrete_field(model, name) for name in scope_names(field.scope)]
-
-
 def row_target(field: SequenceFieldBase, instance: Any) -> tuple[Target, datetime | None]:
     """The scope and period whose row numbers `instance`, picked as the field's own numbering picks them, and the
     instant that picked the period (None without one). `instance` needs only the scope fields and reset_on."""
@@ -94,7 +95,7 @@ def row_target(field: SequenceFieldBase, instance: Any) -> tuple[Target, datetim
     if not isinstance(field, FormattedSequenceField):
         return (scope, None), None  # an integer field counts without periods
     moment = field.instant(instance)
-    period = field.reset_rule.key(moment)
+    period = field.reset_rule.key(moment, instance)
     return (scope, period), (moment if period is not None else None)
 
 
@@ -401,76 +402,119 @@ class _Plan:
     capped: bool = True
 
     def run(self, alias: str) -> SyncReport:
+        """Read every stored value of the column on `alias`, then move each row the values belong to past its
+        highest; the report says what moved and what could not be read."""
         column = self.column
-        sequence_name = column.sequence_name
-        before = dict(
-            Sequence._base_manager.using(sequence_database())
-            .filter(Q(name=sequence_name) | Q(base_name=sequence_name))
-            .values_list("name", "value")
-        )
+        scan = _Scan(self, self._values_before())
         rows = model_rows(column, alias)
-        unreadable = empty_scope = 0
         if self.prefix:
             prefixed = Q(**{f"{column.name}__startswith": self.prefix})
-            unreadable = rows.exclude(prefixed).count()  # counted by the database, not read
+            scan.unreadable = rows.exclude(prefixed).count()  # counted by the database, not read
             rows = rows.filter(prefixed)
-        highest: dict[Target, int] = {}
-        below: dict[Target, int] = {}
-        names: dict[Target, str] = {}
-        attnames = column.scope_attnames
-        keys: dict[tuple[Any, ...], str | None] = {}
-        stream = rows.values_list(*attnames, column.name).iterator(chunk_size=SCAN_CHUNK)
+        for *values, stored in self._stream(rows, scan.before):
+            scan.add(tuple(values), stored)
+        results = self._move(scan)
+        return SyncReport(
+            column.label,
+            column.sequence_name,
+            tuple(results),
+            scan.unreadable,
+            scan.empty_scope,
+            self.seeded,
+            self.read_by,
+        )
+
+    def _values_before(self) -> dict[str, Any]:
+        """The value of the sequence's own row and of each row derived from it, by name, read before the scan: the
+        ranges processes cached before the move lie at or below them."""
+        name = self.column.sequence_name
+        return dict(
+            Sequence._base_manager.using(sequence_database())
+            .filter(Q(name=name) | Q(base_name=name))
+            .values_list("name", "value")
+        )
+
+    def _stream(self, rows: models.QuerySet[Any], before: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
+        """Each row's scope values and stored value, read in chunks; an integer column of one counter is asked of
+        the database instead (_aggregated), since only its highest and a count matter."""
+        column = self.column
         if not column.rule.scope_names and not self.reads_period and not column.is_text:
-            stream = _aggregated(rows, column.name, before.get(sequence_name))  # one counter: asked of the database
-        for *values, stored in stream:
-            reading = self.read(stored)
-            if reading is None:
-                unreadable += 1
-                continue
-            number, shown, period = reading
-            if self.reads_period and period is None:
-                unreadable += 1
-                continue
-            scope: str | None = None
-            if column.rule.scope_names:
-                given = {**shown, **column.row_values(tuple(values))}
-                cache_key = tuple(sorted(given.items(), key=lambda item: item[0]))
-                if cache_key not in keys:
-                    try:
-                        keys[cache_key] = column.scope_of(given)
-                    except SequenceScopeError:
-                        keys[cache_key] = None
-                scope = keys[cache_key]
-                if scope is None:
-                    empty_scope += 1
-                    continue
-            target = (scope, period)
-            if target not in names:
-                try:
-                    names[target] = row_name(sequence_name, scope, period)
-                except SequenceScopeError as exc:
-                    raise ValueError(str(exc)) from None
-            count = 1
-            if isinstance(number, tuple):  # (highest, how many at or below the row's value) from the database
-                number, count = number
-            if target not in highest or number > highest[target]:
-                highest[target] = number
-            value = before.get(names[target])
-            if value is not None and (count > 1 or number <= value):
-                below[target] = below.get(target, 0) + count
+            return _aggregated(rows, column.name, before.get(column.sequence_name))
+        return rows.values_list(*column.scope_attnames, column.name).iterator(chunk_size=SCAN_CHUNK)
+
+    def _move(self, scan: _Scan) -> list[SyncResult]:
+        """Move each row the scan found numbers of past the highest, in name order, then forget this process's
+        cached ranges. A row counts its numbers at or below where it was only if nothing moved it meanwhile."""
+        column = self.column
         cap = column.flow.cap if column.flow is not None and self.capped else None
         results = []
         try:
-            for target in sorted(highest, key=lambda target: names[target]):
-                moved = move_past(sequence_name, target, highest[target], stored_in=column.label, cap=cap)
-                counted = before.get(moved.row_name)
-                at_or_below = below.get(target, 0) if counted is not None and counted == moved.before else None
+            for target in sorted(scan.highest, key=lambda target: scan.names[target]):
+                moved = move_past(column.sequence_name, target, scan.highest[target], stored_in=column.label, cap=cap)
+                counted = scan.before.get(moved.row_name)
+                at_or_below = scan.below.get(target, 0) if counted is not None and counted == moved.before else None
                 results.append(dataclasses.replace(moved, at_or_below=at_or_below))
         finally:
             clear_cache()
-        return SyncReport(
-            column.label, sequence_name, tuple(results), unreadable, empty_scope, self.seeded, self.read_by
-        )
+        return results
+
+
+@dataclass
+class _Scan:
+    """What the stored values of one column read so far show (see _Plan.run()): the highest number of each row, how
+    many lie at or below the row's value before, and the values that belong to no row."""
+
+    plan: _Plan
+    before: dict[str, Any]  # each row's value before the scan, by name
+    highest: dict[Target, int] = dataclasses.field(default_factory=dict)
+    below: dict[Target, int] = dataclasses.field(default_factory=dict)
+    names: dict[Target, str] = dataclasses.field(default_factory=dict)
+    keys: dict[tuple[Any, ...], str | None] = dataclasses.field(default_factory=dict)  # scope values -> scope key
+    unreadable: int = 0
+    empty_scope: int = 0
+
+    def add(self, values: tuple[Any, ...], stored: Any) -> None:
+        """Count one stored value with the row's scope `values`: in its row's highest and count at or below, else as
+        unreadable (no number or no period) or of an empty scope."""
+        plan = self.plan
+        reading = plan.read(stored)
+        if reading is None or (plan.reads_period and reading[2] is None):
+            self.unreadable += 1
+            return
+        number, shown, period = reading
+        scope: str | None = None
+        if plan.column.rule.scope_names:
+            scope = self._scope(shown, values)
+            if scope is None:
+                self.empty_scope += 1
+                return
+        target = (scope, period)
+        if target not in self.names:
+            try:
+                self.names[target] = row_name(plan.column.sequence_name, scope, period)
+            except SequenceScopeError as exc:
+                raise ValueError(str(exc)) from None
+        count = 1
+        if isinstance(number, tuple):  # (highest, how many at or below the row's value) from the database
+            number, count = number
+        if target not in self.highest or number > self.highest[target]:
+            self.highest[target] = number
+        value = self.before.get(self.names[target])
+        if value is not None and (count > 1 or number <= value):
+            self.below[target] = self.below.get(target, 0) + count
+
+    def _scope(self, shown: dict[str, str], values: tuple[Any, ...]) -> str | None:
+        """The scope key of the values the text shows and the row's scope columns hold, None for an empty one;
+        worked out once per distinct set of values, as few sets recur over many rows."""
+        column = self.plan.column
+        given = {**shown, **column.row_values(values)}
+        cache_key = tuple(sorted(given.items(), key=lambda item: item[0]))
+        if cache_key not in self.keys:
+            try:
+                self.keys[cache_key] = column.scope_of(given)
+            except SequenceScopeError:
+                self.keys[cache_key] = None
+        return self.keys[cache_key]
 
 
 def _aggregated(rows: models.QuerySet[Any], name: str, before: int | None) -> Iterator[tuple[Any, ...]]:
@@ -524,44 +568,65 @@ def _plan(
                 f"{label} is a {type(column).__name__}, not a SequenceField: name the sequence whose rows to move "
                 "past its numbers (--sequence NAME), or the rule its numbers were made by (--rule)."
             )
-        _check_sequence_name(sequence)
-        declared = rules_of_sequence(sequence)
-        if len(set(declared.values())) > 1:
-            raise ValueError(
-                f"sequence {sequence!r} is numbered by several rules ({', '.join(sorted(declared))}): name the one "
-                f"{label}'s numbers were made by (--rule)."
-            )
-        if declared:
-            rule = next(iter(sorted(declared)))
+        rule = _declared_rule(label, sequence)
     else:
-        found, _owner = find_rule(rule)
-        if sequence is not None and sequence != found.sequence_name:
-            raise ValueError(
-                f"the rule numbers sequence {found.sequence_name!r}, not {sequence!r}: leave out --sequence."
-            )
-        sequence = found.sequence_name
+        numbers = find_rule(rule)[0].sequence_name
+        if sequence is not None and sequence != numbers:
+            raise ValueError(f"the rule numbers sequence {numbers!r}, not {sequence!r}: leave out --sequence.")
     if rule is not None:
-        found, _owner = find_rule(rule)
-        if format is not None and found.flow is not None and format != found.flow.source:
-            raise ValueError(
-                f"the rule {rule} makes its texts by its own format {found.flow.source!r}, not {format!r}: leave "
-                "out --format (or read texts of another shape with --pattern)."
-            )
-        if format is not None and found.flow is not None:
-            format = None  # the rule's own, read with its reset
-        read_by = f"the rule {rule}" if isinstance(rule, str) else f"the rule of sequence {found.sequence_name!r}"
-        shown = _shown_names(found, pattern, isinstance(column, models.IntegerField))
-        try:
-            numbered = numbered_column(model, field_name, rule, scope_from=scope_from, shown=shown)
-        except MissingScope as exc:
-            raise MissingScope(exc.label, exc.rule, exc.names, _seed_hint(label, rule, exc.rule, exc.names)) from None
-        return _reader_plan(numbered, pattern, format, seeded=True, read_by=read_by)
+        integers = isinstance(column, models.IntegerField)
+        return _rule_plan(model, field_name, rule, pattern, format, scope_from, integers=integers)
     assert sequence is not None
     if scope_from:
         raise ValueError("--scope-from reads a scope of a rule: name the rule (--rule).")
     _refuse_base_only(label, sequence, pattern, format)
     numbered = NumberedColumn(model, column, NumberRule(sequence))
     return _reader_plan(numbered, pattern, format, seeded=True, read_by="")
+
+
+def _declared_rule(label: str, sequence: str) -> str | None:
+    """How the one rule known to number `sequence` is named (rules_of_sequence()), or None when none is: the column's
+    numbers are then read by that rule. ValueError for a name that is no sequence's, or a sequence of several rules,
+    since the column's own rule cannot be told."""
+    _check_sequence_name(sequence)
+    declared = rules_of_sequence(sequence)
+    if len(set(declared.values())) > 1:
+        raise ValueError(
+            f"sequence {sequence!r} is numbered by several rules ({', '.join(sorted(declared))}): name the one "
+            f"{label}'s numbers were made by (--rule)."
+        )
+    return next(iter(sorted(declared))) if declared else None
+
+
+def _rule_plan(
+    model: type[models.Model],
+    field_name: str,
+    rule: NumberRule | str,
+    pattern: str | None,
+    format: str | None,
+    scope_from: Mapping[str, str] | None,
+    *,
+    integers: bool,
+) -> _Plan:
+    """A plan that reads a plain column (of integers: `integers`) by `rule`, the rule its numbers were made by, so
+    each stored number lands in its period's and scope's row. ValueError for a format other than the rule's own;
+    MissingScope, with the commands that seed such rows, for a scope nothing holds."""
+    label = f"{model._meta.label}.{field_name}"
+    found, _owner = find_rule(rule)
+    if format is not None and found.flow is not None and format != found.flow.source:
+        raise ValueError(
+            f"the rule {rule} makes its texts by its own format {found.flow.source!r}, not {format!r}: leave "
+            "out --format (or read texts of another shape with --pattern)."
+        )
+    if format is not None and found.flow is not None:
+        format = None  # the rule's own, read with its reset
+    read_by = f"the rule {rule}" if isinstance(rule, str) else f"the rule of sequence {found.sequence_name!r}"
+    shown = _shown_names(found, pattern, integers)
+    try:
+        numbered = numbered_column(model, field_name, rule, scope_from=scope_from, shown=shown)
+    except MissingScope as exc:
+        raise MissingScope(exc.label, exc.rule, exc.names, _seed_hint(label, rule, exc.rule, exc.names)) from None
+    return _reader_plan(numbered, pattern, format, seeded=True, read_by=read_by)
 
 
 def _check_sequence_name(sequence: str) -> None:
@@ -733,14 +798,3 @@ class _PatternReader:
         if len(shown) != len(self.scopes):
             return None  # a scope group that matched nothing: no counter to put the number in
         return number, shown, period
-
-
-def stored_column(model: type[models.Model], field_name: str) -> models.Field[Any, Any]:
-    """The concrete column `field_name` of `model`; ValueError naming the model when it has none."""
-    try:
-        column = model._meta.get_field(field_name)
-    except FieldDoesNotExist:
-        raise ValueError(f"{model._meta.label} has no field {field_name!r}.") from None
-    if not isinstance(column, models.Field) or not column.concrete:
-        raise ValueError(f"{model._meta.label}.{field_name} is not a column of the table.")
-    return column

@@ -21,7 +21,7 @@ from django_segment_seq.audit.void import void
 from django_segment_seq.exceptions import SequenceError
 from django_segment_seq.fields.base import SequenceFieldBase
 from django_segment_seq.fields.labels import label_of
-from django_segment_seq.sync import scope_fields
+from django_segment_seq.numbered import scope_fields
 
 if TYPE_CHECKING:
     from django.contrib.admin import ModelAdmin

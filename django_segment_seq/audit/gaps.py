@@ -19,11 +19,11 @@ from django.db.models.functions import Lead
 from django_segment_seq.audit.exceptions import UnknownField
 from django_segment_seq.audit.models import VoidedNumber
 from django_segment_seq.audit.ranges import Span, VoidedSpan, missing_between, split
-from django_segment_seq.audit.texts import TextReader
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import shown
 from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.flow.rules import NumberRule
+from django_segment_seq.flow.texts import TextReader
 from django_segment_seq.numbered import NumberedColumn, column_of_label, text_reading
 from django_segment_seq.sync import model_rows
 

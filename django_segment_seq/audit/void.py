@@ -21,7 +21,6 @@ from django_segment_seq.audit.exceptions import (
     UnreadableNumber,
 )
 from django_segment_seq.audit.models import VoidedNumber
-from django_segment_seq.audit.texts import TextReader
 from django_segment_seq.db.routing import sequence_database
 from django_segment_seq.db.rownames import PAIR_SEPARATOR, row_name
 from django_segment_seq.db.table import Sequence
@@ -29,6 +28,7 @@ from django_segment_seq.exceptions import SequenceScopeError
 from django_segment_seq.flow import formats as formatting
 from django_segment_seq.flow.parsing import FormatParser, UnparseableFormat
 from django_segment_seq.flow.rules import NumberRule
+from django_segment_seq.flow.texts import TextReader
 from django_segment_seq.numbered import NumberedColumn, column_of_label, text_reading
 
 # A scope as void() takes it: the row-name key ("company=42"), or the scope fields' values by field name.
@@ -61,7 +61,7 @@ def void(
     if not isinstance(reason, str) or not reason.strip():
         raise EmptyReason(f"{field_label}: give the reason {number_or_text!r} was not used.")
     field = column_of_label(field_label, rule, scope_from=scope_from, error=UnknownField)
-    model, label = field.model, field.label
+    label = field.label
     _check_options(label, user, using)
     number, text, period = _read(field, number_or_text, period)
     scope_text = _scope(field, scope)
@@ -73,16 +73,7 @@ def void(
     register = VoidedNumber._default_manager.using(alias)
     if register.filter(label=label, scope=scope_text or "", period=period or "", number=number).exists():
         raise AlreadyVoided(f"{label}: {shown} is voided already.")
-    row = Sequence._base_manager.using(alias).filter(name=sequence).first()
-    minimum = row.min_value if row is not None else Sequence._meta.get_field("min_value").get_default()
-    if number < minimum:
-        raise NeverHandedOut(f"{label}: {shown} is below the sequence's minimum {minimum}, so it was never handed out.")
-    handed_out = row is not None and row.value is not None and number <= row.value
-    if not handed_out and not _held(model, field, number, text, scope_text, using):
-        raise NeverHandedOut(
-            f"{label}: {shown} was never handed out (sequence {sequence!r} is at "
-            f"{'nothing yet' if row is None or row.value is None else row.value}) and no row holds it."
-        )
+    _check_handed_out(field, number, text, scope_text, sequence, using)
     try:
         with transaction.atomic(using=alias):
             return register.create(
@@ -97,6 +88,26 @@ def void(
             )
     except IntegrityError:
         raise AlreadyVoided(f"{label}: {shown} is voided already.") from None
+
+
+def _check_handed_out(
+    field: NumberedColumn, number: int, text: str, scope: str | None, sequence: str, using: str | None
+) -> None:
+    """NeverHandedOut unless the row `sequence` has passed the number or a row of the field holds it: only a number
+    handed out leaves a gap to record."""
+    shown = text or str(number)
+    row = Sequence._base_manager.using(sequence_database()).filter(name=sequence).first()
+    minimum = row.min_value if row is not None else Sequence._meta.get_field("min_value").get_default()
+    if number < minimum:
+        raise NeverHandedOut(
+            f"{field.label}: {shown} is below the sequence's minimum {minimum}, so it was never handed out."
+        )
+    handed_out = row is not None and row.value is not None and number <= row.value
+    if not handed_out and not _held(field.model, field, number, text, scope, using):
+        raise NeverHandedOut(
+            f"{field.label}: {shown} was never handed out (sequence {sequence!r} is at "
+            f"{'nothing yet' if row is None or row.value is None else row.value}) and no row holds it."
+        )
 
 
 def _check_options(label: str, user: str | None, using: str | None) -> None:

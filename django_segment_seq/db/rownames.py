@@ -118,6 +118,25 @@ def scope_of(name: str, base_name: str | None, period: str | None) -> str | None
     return rest[: -(len(period) + len(PERIOD_SEPARATOR))]
 
 
+def parse_row_name(name: str) -> tuple[str, str | None, str | None]:
+    """The sequence, scope and period of a row name ("invoice@company=42/2026" -> invoice, company=42, 2026), as
+    row_name() builds it; ValueError for a name row_name() would not build so."""
+    sequence, mark, rest = name.partition(DERIVED_MARK)
+    if not mark:
+        return name, None, None
+    if not sequence or not rest:
+        raise ValueError(f"{name!r} is not a row name: nothing on one side of {DERIVED_MARK!r}.")
+    if "=" not in rest:
+        scope, period = None, rest  # a period row: "order@2026-11"
+    elif PERIOD_SEPARATOR in rest:
+        scope, _, period = rest.rpartition(PERIOD_SEPARATOR)  # scope values are encoded: a "/" is the period's
+    else:
+        scope, period = rest, None
+    if row_name(sequence, scope, period) != name:
+        raise ValueError(f"{name!r} is not a row name.")
+    return sequence, scope, period
+
+
 def scoped_rows() -> Q:
     """The per-scope rows of any sequence: derived rows not named '<base>@<period>' as plain period rows are."""
     plain_period = Concat("base_name", Value(DERIVED_MARK), "period", output_field=CharField())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, cast
@@ -192,6 +193,16 @@ class Reset:
         if self.is_fiscal:
             return f"{self.reset} from month {self._start}"
         return str(self.reset)
+
+    def key_shown(self, shown: str, spec: str) -> str:
+        """The period key a text's {period:spec} shows: the key itself, or for {period:%Y} the yearly key of the year
+        shown ("2024" is "FY2024" for a fiscal year), as the row that counted it is named."""
+        if "%Y" not in spec:
+            return shown
+        year = next((run for run in re.findall(r"[0-9]{4}", shown)), None)
+        if year is None or self.reset != "yearly":
+            return shown
+        return f"FY{year}" if self.is_fiscal or self.from_record else year
 
     def import_problem(self) -> str | None:
         """Why migrations could not refer to a callable reset (a lambda, a nested function), or None."""

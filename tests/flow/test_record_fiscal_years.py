@@ -98,3 +98,23 @@ def test_the_checks_take_a_path_and_refuse_one_the_model_lacks():
 def test_the_shape_records_where_the_start_comes_from():
     assert EntityInvoice._meta.get_field("number").rule.shape.reset == "yearly from month entity.fy_start_month"
     assert BILLS.shape.reset == "yearly from month tests.flow.test_record_fiscal_years.entity_start"
+
+
+def test_sync_reads_each_entitys_fiscal_year_from_its_plain_year_and_seeds_that_row():
+    """`{period:%Y}` shows "2024" of the key FY2024: seeding must move the row the numbers count in, not a new one."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    april, july = Entity.objects.create(fy_start_month=4), Entity.objects.create(fy_start_month=7)
+    EntityInvoice.objects.create(entity=april, issued_on=date(2024, 5, 1), number="I-2024-0000000005")
+    EntityInvoice.objects.create(entity=july, issued_on=date(2024, 5, 1), number="I-2023-0000000003")
+    out = StringIO()
+    call_command("segment_seq", "sync", "testapp.EntityInvoice.number", stdout=out)
+    assert f"entity-invoice@entity={april.pk}/FY2024" in out.getvalue()
+    made = [
+        EntityInvoice.objects.create(entity=april, issued_on=date(2024, 6, 1)).number,
+        EntityInvoice.objects.create(entity=july, issued_on=date(2024, 6, 1)).number,
+    ]
+    assert made == ["I-2024-0000000006", "I-2023-0000000004"]
+    assert_unique([(e, n) for e, n in EntityInvoice.objects.values_list("entity", "number")])

@@ -10,14 +10,14 @@ from django.core.management.base import CommandError, CommandParser
 
 from django_segment_seq.allocator.rows import ensure_derived_row
 from django_segment_seq.conf import app_settings
-from django_segment_seq.db.rownames import DERIVED_MARK, row_name
+from django_segment_seq.db.rownames import DERIVED_MARK, parse_row_name, row_name
 from django_segment_seq.db.table import Sequence
 from django_segment_seq.exceptions import SequenceError, SequenceScopeError
 from django_segment_seq.flow.resets import key_problem
 from django_segment_seq.flow.rules import NumberRule
 from django_segment_seq.management.subcommands.base import Subcommand, sequence_name, validation_messages
 from django_segment_seq.management.subcommands.sync import pairs, scope_pair
-from django_segment_seq.numbered import find_rule, parse_row_name, rules_of_sequence
+from django_segment_seq.numbered import find_rule, rules_of_sequence
 
 
 class SetSequence(Subcommand):
@@ -182,10 +182,10 @@ class SetSequence(Subcommand):
         except ValidationError as exc:  # a process took numbers of the row in between
             raise CommandError(f"Sequence {name!r} created, not changed: {validation_messages(exc)}") from None
         row.save()
-        settings = ", ".join(f"{field} {getattr(row, field)}" for field in ("step", "min_value", "max_value", "cycle"))
+        set_to = ", ".join(f"{field} {getattr(row, field)}" for field in ("step", "min_value", "max_value", "cycle"))
         first = max(row.value + 1, row.min_value)
         self.stdout.write(
-            f"{name}: created in database {alias!r} from {sequence!r}'s settings, then set to {settings}; its next "
+            f"{name}: created in database {alias!r} from {sequence!r}'s settings, then set to {set_to}; its next "
             f"number is {first}."
         )
 

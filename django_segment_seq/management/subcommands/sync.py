@@ -155,7 +155,7 @@ class Sync(Subcommand):
             f"Sequence {report.sequence_name!r}: {len(report.rows)} rows of its periods and scopes hold numbers "
             f"stored in {field}{read}:"
         )
-        table = [("ROW", "BEFORE", "NOW", "HIGHEST STORED", "")]
+        table: list[tuple[str, ...]] = [("ROW", "BEFORE", "NOW", "HIGHEST STORED", "")]
         for result in report.rows:
             done = "created" if result.created else ("moved" if result.moved else "already past")
             before = "-" if result.created else str(result.before)

@@ -30,6 +30,7 @@ class TextReader:
         self.reset = field.reset_rule
         self.keyed = self.reset.is_named or self.reset.is_callable
         self.date_spec = field.flow.date_specs[0] if field.flow.date_specs else None
+        self.period_spec = field.flow.period_specs[0] if field.flow.period_specs else ""
         self.by_date: dict[str, str | None] = {}  # a date's text -> its period: few dates, many texts
 
     def read(self, text: str | None) -> Reading | None:
@@ -41,7 +42,7 @@ class TextReader:
         if not self.keyed:
             return number, None
         if shown:
-            return number, shown[0].strip()
+            return number, self.reset.key_shown(shown[0].strip(), self.period_spec)
         if not dates or not self.reset.is_named:
             return None
         period = self.by_date.get(dates[0], "")
@@ -85,4 +86,7 @@ class TextReader:
             moment = datetime.strptime(text, spec) if spec else datetime.fromisoformat(text)
         except ValueError:
             return None
-        return self.reset.key(datetime.combine(moment.date(), time(12)))
+        if self.reset.from_record:
+            return None  # a day names no fiscal year until the record says where its year starts
+        period: str | None = self.reset.key(datetime.combine(moment.date(), time(12)))
+        return period
