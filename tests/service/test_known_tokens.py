@@ -110,10 +110,15 @@ def test_a_token_revoked_elsewhere_is_refused_once_read_again(reads):
         statuses.append((await answered(token))[0])
         # A request that finds a usage write due is admitted on a thread, which starts no read ahead (on a loaded
         # machine the second can be one): the next answered from memory starts it, within the token's last 0.6 s.
+        # On a loaded machine the token may outlive its KNOWN_FOR before a read ahead starts: it is then unknown, and
+        # the lookup an unknown token gets refuses it at once, which is as right (never admitted past the lookup).
         asked_until = time.monotonic() + 5  # the token is known for 1 s: a read starts well before
         while len(reads) < 2:
             assert time.monotonic() < asked_until, "no request started a read of the token"
-            assert (await answered(token))[0] == 200
+            status = (await answered(token))[0]
+            if status == 401:
+                break
+            assert status == 200
         await asyncio.gather(*refresher.tasks)
         statuses.append((await answered(token))[0])
         return statuses
