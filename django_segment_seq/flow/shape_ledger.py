@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db import DatabaseError, connections, router
+from django.db import Error, connections, router
 from django.utils import timezone
 
 from django_segment_seq.allocator.connections import pool
+from django_segment_seq.db.bounded import bounded_when_used, own_savepoint
 from django_segment_seq.db.rule_shapes import RecordedShape, insert_if_missing_sqlite, select_shape
 from django_segment_seq.db.sqlite import holds_write_lock
 from django_segment_seq.exceptions import SequenceShapeChanged, SequenceUnavailable
@@ -42,12 +43,12 @@ def verify(alias: str, name: str, shape: Shape) -> None:
         if connections[alias].vendor == "sqlite":
             recorded = _on_sqlite(alias, name, shape)
         else:
-            recorded = _recorded(alias, name) or _record(alias, name, shape)
-    except DatabaseError as exc:  # the table held locked past LOCK_TIMEOUT, or the server gone
+            recorded = _on_callers_connection(alias, name, shape)
+        refuse_if_changed(name, recorded, shape)
+        if recorded[2] != (shape[0] or ""):
+            _reformat(alias, name, shape)  # the same rows, a new format: numbers go on, the record follows
+    except Error as exc:  # the table held locked past LOCK_TIMEOUT, the server or the caller's session gone
         raise SequenceUnavailable(name, alias, 1, exc) from exc
-    refuse_if_changed(name, recorded, shape)
-    if recorded[2] != (shape[0] or ""):
-        _reformat(alias, name, shape)  # the same rows, a new format: numbers go on, the record follows
     _verified.add((alias, name, shape))
 
 
@@ -91,25 +92,16 @@ def recorded_shapes(alias: str) -> dict[str, tuple[str, str, str]]:
     return {name: (reset, scope, format) for name, reset, scope, format in rows}
 
 
-def _recorded(alias: str, name: str) -> tuple[str, str, str] | None:
-    """(reset, scope, format) recorded for `name`, read on a private connection whose lock waits are bounded and whose
-    errors never reach the caller's transaction; SQLite, with one writer and no row locks, reads in place."""
-    if connections[alias].vendor == "sqlite":
-        found = RecordedShape.objects.using(alias).filter(sequence_name=name).values_list("reset", "scope", "format")
-        row = found.first()
-        return None if row is None else (str(row[0]), str(row[1]), str(row[2]))
-    with pool.borrow(alias) as private, private.cursor() as cursor:
-        cursor.execute(select_shape(private), [name])
-        fetched = cursor.fetchone()
-    return None if fetched is None else (str(fetched[0]), str(fetched[1]), str(fetched[2]))
-
-
-def _record(alias: str, name: str, shape: Shape) -> tuple[str, str, str]:
-    """Record the first shape of `name` on the caller's connection, as migrate records it (a test's transaction takes
-    it back with the rows it made), or read the one another process recorded first."""
-    row, _created = RecordedShape.objects.using(alias).get_or_create(
-        sequence_name=name, defaults={"reset": shape[1], "scope": ",".join(shape[2]), "format": shape[0] or ""}
-    )
+def _on_callers_connection(alias: str, name: str, shape: Shape) -> tuple[str, str, str]:
+    """The recorded shape, recorded first if missing, on the caller's connection: no second connection is needed
+    (a role at its connection limit still gets numbers), each statement's lock wait is bounded by LOCK_TIMEOUT, and
+    a failure leaves the caller's transaction whole (its own savepoint). A test's transaction takes the record back
+    with the rows it made."""
+    connection = connections[alias]
+    with bounded_when_used([alias]), own_savepoint(connection):
+        row, _created = RecordedShape.objects.using(alias).get_or_create(
+            sequence_name=name, defaults={"reset": shape[1], "scope": ",".join(shape[2]), "format": shape[0] or ""}
+        )
     return (row.reset, row.scope, row.format)
 
 
@@ -123,7 +115,9 @@ def _on_sqlite(alias: str, name: str, shape: Shape) -> tuple[str, str, str]:
     if not caller.in_atomic_block or holds_write_lock(caller):
         row = RecordedShape(sequence_name=name, format=format, reset=reset, scope=scope)
         RecordedShape.objects.using(alias).bulk_create([row], ignore_conflicts=True)
-        found = _recorded(alias, name)
+        stored = RecordedShape.objects.using(alias).filter(sequence_name=name).values_list("reset", "scope", "format")
+        first = stored.first()
+        found = None if first is None else (str(first[0]), str(first[1]), str(first[2]))
     else:
         with pool.borrow(alias) as private, private.cursor() as cursor:
             cursor.execute(insert_if_missing_sqlite(private), [name, format, reset, scope, timezone.now()])
@@ -136,8 +130,9 @@ def _on_sqlite(alias: str, name: str, shape: Shape) -> tuple[str, str, str]:
 
 
 def _reformat(alias: str, name: str, shape: Shape) -> None:
-    """Record a new format for rows whose reset and scope stay the same."""
-    RecordedShape.objects.using(alias).filter(sequence_name=name).update(format=shape[0] or "")
+    """Record a new format for rows whose reset and scope stay the same, bounded as the record's first write."""
+    with bounded_when_used([alias]), own_savepoint(connections[alias]):
+        RecordedShape.objects.using(alias).filter(sequence_name=name).update(format=shape[0] or "")
 
 
 def forget() -> None:
