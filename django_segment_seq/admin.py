@@ -146,12 +146,10 @@ class SequenceAdmin(_SequenceAdminBase):
             obj._as_loaded = copy.copy(obj)
         return obj
 
-    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
-        # Dropping Redis state means nothing without the Redis tier: the list then has no action (and no checkboxes).
-        actions = super().get_actions(request)
-        if tier_config() is None:
-            actions.pop("drop_redis_state", None)
-        return actions
+    def has_redis_tier_permission(self, request: HttpRequest) -> bool:
+        """Dropping Redis state means nothing without the Redis tier: the list then has no action (and no
+        checkboxes). Asked through the action's permissions, the one way every supported Django filters actions."""
+        return tier_config() is not None and self.has_change_permission(request)
 
     def get_list_display(self, request: HttpRequest) -> list[str | Callable[[Sequence], str | bool]]:
         # The period and scope columns stay out until some sequence restarts per period or is scoped.
@@ -288,7 +286,7 @@ class SequenceAdmin(_SequenceAdminBase):
             return two_lines(main, _("no next super-segment yet"))
         return two_lines(main, _("next: %(first)s to %(last)s") % {"first": held.pending[0], "last": held.pending[1]})
 
-    @admin.action(description=_("Drop the Redis state (its unused numbers become a gap)"))
+    @admin.action(description=_("Drop the Redis state (its unused numbers become a gap)"), permissions=["redis_tier"])
     def drop_redis_state(self, request: HttpRequest, queryset: QuerySet[Sequence]) -> None:
         dropped = 0
         for row in queryset:

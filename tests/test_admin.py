@@ -254,9 +254,12 @@ def test_the_breadcrumb_names_the_app_apart_from_its_model(admin_client):
     next_value("s")
     row = Sequence.objects.get(name="s")
     for url in (CHANGELIST, change_url(row)):
-        crumbs = re.search(r'<div class="breadcrumbs">(.*?)</div>', admin_client.get(url).content.decode(), re.S)
-        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", crumbs.group(1))).split())
-        assert text.startswith(f"Home {CRUMB} Sequence numbers {CRUMB} Sequences"), text
+        # Django 6.1 lists the crumbs in an <ol> and draws the separators with CSS; 5.2 and 6.0 write them in a <div>.
+        page = admin_client.get(url).content.decode()
+        crumbs = re.search(r'<(div|ol) class="breadcrumbs">(.*?)</\1>', page, re.S)
+        assert crumbs is not None, page[:2000]
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", crumbs.group(2))).replace(CRUMB, " ").split())
+        assert text.startswith("Home Sequence numbers Sequences"), text
     assert "Sequence numbers" in admin_client.get("/admin/").content.decode()
     from django.apps import apps
 
