@@ -295,7 +295,8 @@ def test_the_client_add_form_and_the_breadcrumbs(live_server, browser_page, tmp_
 
     Sequence.objects.create(name="invoice", step=10)
     page.goto(f"{live_server.url}{CHANGELIST}")
-    crumbs = re.compile(rf"Home\s*{CRUMB}\s*Sequence numbers\s*{CRUMB}\s*Sequences")
+    # Django 6.1 draws the separators with CSS (not in the text); 5.2 and 6.0 write them.
+    crumbs = re.compile(rf"Home\s*{CRUMB}?\s*Sequence numbers\s*{CRUMB}?\s*Sequences")
     expect(page.locator(".breadcrumbs")).to_have_text(crumbs)
     page.get_by_role("link", name="invoice").click()
     expect(page.locator(".breadcrumbs")).to_contain_text("Sequence numbers")
