@@ -39,6 +39,8 @@ def verify(alias: str, name: str, shape: Shape) -> None:
     if not router.allow_migrate_model(alias, RecordedShape):
         _verified.add((alias, name, shape))
         return
+    # The driver's own error, raised raw by a session killed mid-statement (the wrapper's class attribute, untyped).
+    driver_error: type[Exception] = getattr(connections[alias], "Database").Error  # noqa: B009
     try:
         if connections[alias].vendor == "sqlite":
             recorded = _on_sqlite(alias, name, shape)
@@ -47,7 +49,7 @@ def verify(alias: str, name: str, shape: Shape) -> None:
         refuse_if_changed(name, recorded, shape)
         if recorded[2] != (shape[0] or ""):
             _reformat(alias, name, shape)  # the same rows, a new format: numbers go on, the record follows
-    except Error as exc:  # the table held locked past LOCK_TIMEOUT, the server or the caller's session gone
+    except (Error, driver_error) as exc:  # the table held locked past LOCK_TIMEOUT, the server or the session gone
         raise SequenceUnavailable(name, alias, 1, exc) from exc
     _verified.add((alias, name, shape))
 
