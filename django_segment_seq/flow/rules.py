@@ -235,19 +235,21 @@ class NumberRule:
             if not names:
                 return None
             return PAIR_SEPARATOR.join(f"{name}={typed_text(self.sequence_name, name, given[name])}" for name in names)
+        wanted = tuple(found.name for found in fields)
+        left = dict(given)  # the names no scope field has taken yet
         pairs = []
         for found in fields:
             spellings = [
-                key for key in dict.fromkeys((found.name, getattr(found, "attname", found.name))) if key in given
+                key for key in dict.fromkeys((found.name, getattr(found, "attname", found.name))) if key in left
             ]
             if len(spellings) != 1:
-                self._wrong_names(given, tuple(f.name for f in fields))
-            value = given.pop(spellings[0])
+                self._wrong_names(given, wanted)
+            value = left.pop(spellings[0])
             if isinstance(value, Model):
                 value = value.pk  # a model instance counts by its row, as a foreign key's id names it
             pairs.append(f"{found.name}={value_text(self.sequence_name, found, value)}")
-        if given:
-            self._wrong_names({**given, **{f.name: None for f in fields}}, tuple(f.name for f in fields))
+        if left:
+            self._wrong_names(given, wanted)
         return PAIR_SEPARATOR.join(pairs)
 
     def scope_key_of(self, instance: Any) -> str | None:
