@@ -23,7 +23,9 @@ def migrate_running() -> bool:
     a check that says "run migrate" is then beside the point (Django tells checks nothing of who runs them)."""
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_globals.get("__name__") == MIGRATE_COMMAND:
+        # Inside the command's own code, or its BaseCommand.execute(), which runs the checks before handle().
+        command = frame.f_locals.get("self")
+        if MIGRATE_COMMAND in (frame.f_globals.get("__name__"), type(command).__module__):
             return True
         frame = frame.f_back  # type: ignore[assignment]
     return False

@@ -298,7 +298,9 @@ def test_migrate_on_a_database_never_migrated_is_not_stopped_by_the_check(tmp_pa
         "import django; django.setup()\n"
         "from django.core.management import call_command\n"
         "from django.core import checks\n"
-        "call_command('migrate', verbosity=0)\n"
+        "call_command('migrate', verbosity=0, skip_checks=False)\n"
+        "from django.core.management import execute_from_command_line\n"
+        "execute_from_command_line(['manage.py', 'migrate', '--verbosity', '0'])  # as manage.py runs it\n"
         "print([e.id for e in checks.run_checks(databases=['default']) if e.id == 'django_segment_seq.E066'])\n"
     )
     assert run_on_fresh_database(empty, code).strip() == "[]"
