@@ -1,5 +1,5 @@
-"""Which shape (format, reset, scope) each sequence name was first used with: recorded at migrate and at first use,
-compared before a process makes numbers by a rule.
+"""Which shape (format, reset, scope) each sequence name was first used with: recorded at first use, compared before a
+process makes numbers by a rule.
 
 A reset or a scope added, dropped or changed under a name already used moves its counting to new rows that start at
 the minimum, so texts already handed out would be made again: such a change is refused with SequenceShapeChanged. A
@@ -7,8 +7,6 @@ changed format alone keeps counting in the same rows, so the new shape is record
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 from django.db import Error, connections, router
 from django.utils import timezone
@@ -66,19 +64,6 @@ def refuse_if_changed(name: str, recorded: tuple[str, str, str], shape: Shape) -
 def described(format: str, reset: str, scope: str) -> str:
     """A recorded shape as people read it in an error."""
     return f"reset={reset or None!r} and scope={scope or None!r} (format {format or None!r})"
-
-
-def record(alias: str, shapes: Iterable[tuple[str, Shape]]) -> None:
-    """Note the shape of each name not noted before (at migrate); SequenceShapeChanged for one that changed."""
-    if not router.allow_migrate_model(alias, RecordedShape):
-        return
-    for name, shape in shapes:
-        row, _created = RecordedShape.objects.using(alias).get_or_create(
-            sequence_name=name, defaults={"format": shape[0] or "", "reset": shape[1], "scope": ",".join(shape[2])}
-        )
-        refuse_if_changed(name, (row.reset, row.scope, row.format), shape)
-        if row.format != (shape[0] or ""):
-            RecordedShape.objects.using(alias).filter(pk=row.pk).update(format=shape[0] or "")
 
 
 def reshape(alias: str, name: str) -> bool:

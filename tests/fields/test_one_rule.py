@@ -166,9 +166,9 @@ def test_a_shape_change_is_refused_in_a_new_process_and_said_by_check_database(c
 
 
 def test_a_fields_changed_reset_is_a_database_check_error():
-    from django_segment_seq.flow import shape_ledger
+    from django_segment_seq.models import RecordedShape
 
-    shape_ledger.record(connection.alias, [("daily-order", (None, "", ()))])  # as a plain field once used it
+    RecordedShape.objects.create(sequence_name="daily-order", format="", reset="", scope="")  # a plain field's use
     found = [e for e in checks.run_checks(databases=[connection.alias]) if e.id == "django_segment_seq.E067"]
     field = CompanyInvoice._meta.apps.get_model("testapp", "DailyOrder")._meta.get_field("order_no")
     by_field = [e for e in found if e.obj is not None]  # a rule made in code under that name is said too
